@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * compat.bpf.h: every kernel-version difference kernstat's BPF code knows about, in one
+ * place, each with the kernel change that caused it. Callers use the helpers below and
+ * never test kernel versions themselves. All choices are made by CO-RE at load time
+ * (bpf_core_field_exists / bpf_core_type_exists), so one object runs on 5.11+ kernels.
+ *
+ * The helpers dereference BTF pointers directly (a JIT-ed load, no helper call), so they
+ * are for tp_btf, fentry and iterator programs, whose arguments are typed pointers.
+ */
+#ifndef KERNSTAT_COMPAT_BPF_H
+#define KERNSTAT_COMPAT_BPF_H
+
+#include "kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+/*
+ * 5.14 (commit 2f064a59a11f "sched: Change task_struct::state") renamed task->state to
+ * task->__state and made it unsigned int. Older kernels: long state.
+ */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline unsigned int ks_task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return t->__state;
+	return (unsigned int)((struct task_struct___pre514 *)t)->state;
+}
+
+/* The same through probe reads, for task pointers that are not typed BTF pointers
+ * (found by walking a list). */
+static __always_inline unsigned int ks_task_state_probe(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return (unsigned int)BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+/*
+ * 6.2 (commit f1a7941243c1 "mm: convert mm's rss stats into percpu_counter") turned
+ * mm->rss_stat from `struct mm_rss_stat { atomic_long_t count[NR_MM_COUNTERS]; }` into
+ * `struct percpu_counter rss_stat[NR_MM_COUNTERS]`. In both layouts we read the shared
+ * (approximate) total, which is exactly what get_mm_counter() and so /proc/PID/statm
+ * report: the per-CPU deltas not yet folded in are at most batch * nr_cpus pages.
+ */
+typedef struct {
+	__s64 counter;
+} ks_atomic_long___pre62;
+
+struct mm_rss_stat___pre62 {
+	ks_atomic_long___pre62 count[4];
+} __attribute__((preserve_access_index));
+
+struct mm_struct___pre62 {
+	struct mm_rss_stat___pre62 rss_stat;
+} __attribute__((preserve_access_index));
+
+/* Resident pages as /proc/PID/statm counts them: file + anon + shmem. The indices are
+ * literals on purpose: CO-RE scales an array index by the kernel's element size only when
+ * the index is a constant in the access expression itself. */
+static __always_inline __u64 ks_mm_rss_pages(struct mm_struct *mm)
+{
+	__s64 pages;
+
+	if (!mm)
+		return 0;
+	if (bpf_core_type_exists(struct mm_rss_stat___pre62)) {
+		struct mm_struct___pre62 *old = (void *)mm;
+
+		pages = old->rss_stat.count[MM_FILEPAGES].counter +
+			old->rss_stat.count[MM_ANONPAGES].counter +
+			old->rss_stat.count[MM_SHMEMPAGES].counter;
+	} else {
+		pages = mm->rss_stat[MM_FILEPAGES].count + mm->rss_stat[MM_ANONPAGES].count +
+			mm->rss_stat[MM_SHMEMPAGES].count;
+	}
+	return pages > 0 ? (__u64)pages : 0;
+}
+
+/*
+ * The one-letter state /proc shows ("RSDTtXZPI"), computed as fs/proc/array.c's
+ * task_state_index() does. The TASK_* bit values below have been stable since 4.14
+ * (TASK_REPORT_IDLE and the 'I' state arrived in 4.14); TASK_RTLOCK_WAIT (5.15, PREEMPT_RT
+ * sleeping spinlocks) reports as D.
+ */
+#define KS_TASK_INTERRUPTIBLE 0x0001
+#define KS_TASK_UNINTERRUPTIBLE 0x0002
+#define KS_TASK_NOLOAD 0x0400
+#define KS_TASK_RTLOCK_WAIT 0x1000
+#define KS_TASK_REPORT 0x007f
+#define KS_TASK_IDLE (KS_TASK_UNINTERRUPTIBLE | KS_TASK_NOLOAD)
+
+static __always_inline char ks_task_state_char(struct task_struct *t)
+{
+	unsigned int raw = ks_task_state(t);
+	unsigned int state = (raw | (unsigned int)t->exit_state) & KS_TASK_REPORT;
+	int idx = 0;
+
+	if (raw == KS_TASK_IDLE)
+		return 'I';
+	if (raw & KS_TASK_RTLOCK_WAIT)
+		return 'D';
+	/* fls(state): index of the highest set bit, 1-based. */
+	for (int i = 6; i >= 0; i--) {
+		if (state & (1u << i)) {
+			idx = i + 1;
+			break;
+		}
+	}
+	switch (idx) {
+	case 0: return 'R';
+	case 1: return 'S';
+	case 2: return 'D';
+	case 3: return 'T';
+	case 4: return 't';
+	case 5: return 'X';
+	case 6: return 'Z';
+	default: return 'P';
+	}
+}
+
+#endif /* KERNSTAT_COMPAT_BPF_H */

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * kernel.h: the one place where kernstat's BPF programs learn the kernel's types.
+ *
+ * Why not a generated vmlinux.h: it is 3-4 MB per kernel, ties the build to the build
+ * machine's BTF (or to bpftool), and hides which fields we depend on. Instead every
+ * struct below lists only the fields kernstat reads and carries
+ * `preserve_access_index`, so clang emits CO-RE relocations and libbpf fixes every
+ * offset against the running kernel's BTF at load time. Field names must match the
+ * kernel's; sizes and order need not. A field that moved or was renamed between
+ * kernel versions is handled in compat.bpf.h, never here.
+ *
+ * The UAPI constants at the end are ABI and never change value.
+ */
+#ifndef KERNSTAT_KERNEL_H
+#define KERNSTAT_KERNEL_H
+
+typedef signed char __s8;
+typedef unsigned char __u8;
+typedef short __s16;
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long __s64;
+typedef unsigned long long __u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef _Bool bool;
+enum { false = 0, true = 1 };
+typedef __s32 pid_t;
+typedef __u32 uid_t;
+typedef __u32 gid_t;
+typedef long long loff_t;
+typedef unsigned long size_t;
+typedef long ssize_t;
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct list_head {
+	struct list_head *next, *prev;
+};
+
+/* Since 6.2 mm->rss_stat is an array of these (see compat.bpf.h). */
+struct percpu_counter {
+	__s64 count;
+};
+
+struct mm_struct {
+	struct percpu_counter rss_stat[4];
+	unsigned long total_vm;
+	unsigned long start_time;
+};
+
+struct sched_entity {
+	__u64 sum_exec_runtime;
+};
+
+struct task_io_accounting {
+	__u64 rchar;
+	__u64 wchar;
+	__u64 syscr;
+	__u64 syscw;
+	__u64 read_bytes;
+	__u64 write_bytes;
+	__u64 cancelled_write_bytes;
+};
+
+struct signal_struct {
+	int nr_threads;
+	struct list_head thread_head;
+	struct task_io_accounting ioac;
+	unsigned long long sum_sched_runtime;
+};
+
+typedef struct {
+	uid_t val;
+} kuid_t;
+
+typedef struct {
+	gid_t val;
+} kgid_t;
+
+struct cred {
+	kuid_t uid;
+	kgid_t gid;
+	kuid_t euid;
+};
+
+struct task_struct {
+	unsigned int __state;
+	unsigned int flags;
+	int prio;
+	int static_prio;
+	struct sched_entity se;
+	struct mm_struct *mm;
+	int exit_state;
+	pid_t pid;
+	pid_t tgid;
+	struct task_struct *real_parent;
+	struct task_struct *group_leader;
+	struct list_head thread_node;
+	__u64 start_time;
+	const struct cred *cred;
+	char comm[16];
+	struct signal_struct *signal;
+	struct task_io_accounting ioac;
+};
+
+struct seq_file;
+
+struct bpf_iter_meta {
+	struct seq_file *seq;
+	__u64 session_id;
+	__u64 seq_num;
+};
+
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+};
+
+enum {
+	MM_FILEPAGES = 0,
+	MM_ANONPAGES = 1,
+	MM_SWAPENTS = 2,
+	MM_SHMEMPAGES = 3,
+};
+
+#pragma clang attribute pop
+
+/* UAPI (include/uapi/linux/bpf.h): stable values. */
+enum bpf_map_type {
+	BPF_MAP_TYPE_UNSPEC = 0,
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_HASH = 5,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LRU_HASH = 9,
+	BPF_MAP_TYPE_TASK_STORAGE = 29,
+	BPF_MAP_TYPE_RINGBUF = 27,
+};
+
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+};
+
+enum {
+	BPF_F_NO_PREALLOC = (1U << 0),
+};
+
+enum {
+	BPF_LOCAL_STORAGE_GET_F_CREATE = (1ULL << 0),
+};
+
+/* include/linux/sched.h task->flags (stable since 2.6). */
+#define PF_EXITING 0x00000004
+#define PF_KTHREAD 0x00200000
+
+#endif /* KERNSTAT_KERNEL_H */

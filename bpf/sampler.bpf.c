@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * sampler.bpf.c: the kernel half of `kernstat bar` and `kernstat snapshot`.
+ *
+ * Nothing here runs on a hot path. The counters the kernel already keeps per task
+ * (se.sum_exec_runtime, ioac, mm->rss_stat) are read when someone samples, by one walk
+ * of the task iterator; the only hooks are on task exit and task free, which fire once
+ * per task lifetime.
+ *
+ * Per process: when the walk reaches a thread-group leader it adds up the group the way
+ * /proc/PID/stat and /proc/PID/io do: the signal struct's totals for threads already
+ * released, plus every thread still on signal->thread_head. All numbers of one process
+ * therefore come from one instant, whatever order the iterator visits its threads in.
+ *
+ * Machine-wide busy time, exactly, without a sched_switch hook: each task carries in
+ * task-local storage the runtime already "credited". Whoever looks at a task (the
+ * iterator at sample time, sched_process_exit when it exits, sched_process_free after
+ * its last schedule) credits the difference since the last look, with an atomic
+ * exchange, to busy_total_ns. Because every credit is `now - exchange(seen, now)`, the
+ * credits for one task telescope to its final runtime whatever order the three lookers
+ * race in. So busy_ns never counts a task twice and never loses one that lived and died
+ * between two samples; and the time a task runs after sched_process_exit (since 6.16
+ * that includes exit_mm: measured here at 128-256 us per exit, about half of a fork
+ * storm's CPU time) is credited by sched_process_free.
+ */
+#include "kernel.h"
+#include "compat.bpf.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "sampler.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* A process with more threads than this is reported with KS_PROC_PARTIAL. */
+#define KS_MAX_THREADS (1 << 16)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64); /* runtime of this task already added to busy_total_ns */
+} credited SEC(".maps");
+
+/* All runtime credited so far. Atomically updated by all three programs. */
+__u64 busy_total_ns = 0;
+/* Per-walk counters, reset when a walk starts (only the iterator touches them). */
+__u64 walk_tasks = 0, walk_procs = 0, walk_running = 0, walk_blocked = 0, walk_zombies = 0;
+__u64 storage_failures = 0;
+
+struct ks_walk_summary summary = {};
+
+/* Referenced so that their BTF (and so the Rust types) are emitted. */
+struct ks_proc_rec _ks_proc_rec_type = {};
+enum ks_rec_kind _ks_rec_kind_type = 0;
+enum ks_proc_flags _ks_proc_flags_type = 0;
+
+static __always_inline void credit(struct task_struct *task, bool create)
+{
+	__u64 *seen, now;
+
+	seen = bpf_task_storage_get(&credited, task, 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!seen) {
+		if (create)
+			__sync_fetch_and_add(&storage_failures, 1);
+		return;
+	}
+	now = task->se.sum_exec_runtime;
+	if (now != *seen)
+		__sync_fetch_and_add(&busy_total_ns, now - __sync_lock_test_and_set(seen, now));
+}
+
+struct group_sum {
+	struct list_head *head;
+	struct list_head *pos;
+	__u64 cpu_ns;
+	__u64 read_bytes;
+	__u64 write_bytes;
+	__u32 d_threads;
+	__u32 complete;
+};
+
+/* One step along signal->thread_head: add one thread. */
+static long add_thread(__u64 index, struct group_sum *g)
+{
+	struct list_head *pos = g->pos;
+	struct task_struct *t;
+
+	if (pos == g->head || !pos) {
+		g->complete = 1;
+		return 1;
+	}
+	t = (void *)pos - bpf_core_field_offset(struct task_struct, thread_node);
+	g->cpu_ns += BPF_CORE_READ(t, se.sum_exec_runtime);
+	g->read_bytes += BPF_CORE_READ(t, ioac.read_bytes);
+	g->write_bytes += BPF_CORE_READ(t, ioac.write_bytes);
+	if ((ks_task_state_probe(t) & KS_TASK_REPORT) == KS_TASK_UNINTERRUPTIBLE)
+		g->d_threads++;
+	g->pos = BPF_CORE_READ(pos, next);
+	return 0;
+}
+
+static __always_inline void finish_walk(void)
+{
+	struct ks_walk_summary *s = &summary;
+
+	s->tasks = walk_tasks;
+	s->procs = walk_procs;
+	s->running = walk_running;
+	s->blocked = walk_blocked;
+	s->zombies = walk_zombies;
+	s->storage_failures = storage_failures;
+	s->busy_ns = __sync_fetch_and_add(&busy_total_ns, 0);
+	s->ktime_ns = bpf_ktime_get_ns();
+	__sync_fetch_and_add(&s->walks, 1);
+}
+
+SEC("iter/task")
+int sample_tasks(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *task = ctx->task;
+	struct signal_struct *sig;
+	struct ks_proc_rec rec;
+	struct group_sum g = {};
+	char state;
+
+	if (!task) {
+		finish_walk();
+		return 0;
+	}
+	if (ctx->meta->seq_num == 0)
+		walk_tasks = walk_procs = walk_running = walk_blocked = walk_zombies = 0;
+	walk_tasks++;
+	credit(task, true);
+
+	state = ks_task_state_char(task);
+	if (state == 'R')
+		walk_running++;
+	else if (state == 'D')
+		walk_blocked++;
+	if (task->group_leader != task)
+		return 0;
+
+	walk_procs++;
+	if (state == 'Z')
+		walk_zombies++;
+	rec.kind = KS_REC_PROC;
+	rec.state = state;
+	rec.flags = (task->flags & PF_KTHREAD) ? KS_PROC_KTHREAD : 0;
+	rec._pad = 0;
+	rec.tgid = task->tgid;
+	rec.start_ns = task->start_time;
+	sig = task->signal;
+	g.head = &sig->thread_head;
+	g.pos = BPF_CORE_READ(sig, thread_head.next);
+	bpf_loop(KS_MAX_THREADS, add_thread, &g, 0);
+	if (!g.complete)
+		rec.flags |= KS_PROC_PARTIAL;
+	if (g.d_threads)
+		rec.flags |= KS_PROC_D_THREAD;
+	rec.cpu_ns = g.cpu_ns + sig->sum_sched_runtime;
+	rec.read_bytes = g.read_bytes + sig->ioac.read_bytes;
+	rec.write_bytes = g.write_bytes + sig->ioac.write_bytes;
+	rec.rss_pages = ks_mm_rss_pages(task->mm);
+	rec.nr_threads = sig->nr_threads;
+	__builtin_memcpy(rec.comm, task->comm, KS_COMM_LEN);
+	bpf_seq_write(seq, &rec, sizeof(rec));
+	return 0;
+}
+
+/* A thread is exiting: credit it now (its storage and counters are certainly there). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sample_exit, struct task_struct *task)
+{
+	credit(task, true);
+	return 0;
+}
+
+/* The task has run for the last time: credit its exit path (exit_mm and the rest). */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(sample_free, struct task_struct *task)
+{
+	credit(task, false);
+	return 0;
+}

@@ -1,0 +1,29 @@
+//! kernstat's BPF programs: built from `bpf/` by build.rs, loaded with libbpf-rs
+//! skeletons, attached, and read into kernstat-model's raw types.
+//!
+//! Each collector is one `bpf/<name>.bpf.c` with its shared types in `bpf/<name>.h` and
+//! one module here. Loading always goes through [`loader::preflight`], so the usual
+//! reasons BPF cannot work become one clear [`LoadError`] and the caller can fall back to
+//! procfs.
+#![deny(missing_docs)]
+
+pub mod loader;
+pub mod sampler;
+pub mod stats;
+
+/// Generated skeletons (libbpf-cargo); not part of the public API.
+#[allow(
+    missing_docs,
+    clippy::all,
+    non_camel_case_types,
+    non_snake_case,
+    dead_code
+)]
+mod skel {
+    pub mod sampler {
+        include!(concat!(env!("OUT_DIR"), "/sampler.skel.rs"));
+    }
+}
+
+pub use loader::LoadError;
+pub use sampler::{Sampler, WalkSummary};

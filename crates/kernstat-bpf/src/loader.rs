@@ -1,0 +1,131 @@
+//! What every collector needs before and around loading: a preflight that turns the usual
+//! reasons BPF cannot work (no BTF, no privileges) into one clear message, and capture of
+//! libbpf's log so that a failed load can say why without libbpf printing pages of
+//! verifier output on every run.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Mutex;
+
+use libbpf_rs::PrintLevel;
+
+/// Why a BPF collector could not be loaded. Callers fall back to procfs on any of these.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The kernel has no BTF, so CO-RE programs cannot be relocated.
+    #[error("the kernel has no BTF ({0} is missing); it needs CONFIG_DEBUG_INFO_BTF=y")]
+    NoBtf(&'static str),
+    /// Not root and without CAP_BPF + CAP_PERFMON.
+    #[error("loading BPF programs needs root or CAP_BPF and CAP_PERFMON")]
+    NotPermitted,
+    /// libbpf or the kernel refused; `detail` holds the last lines of libbpf's log.
+    #[error("{what}: {source}{}", Detail(detail))]
+    Failed {
+        /// What was being done.
+        what: &'static str,
+        /// The error libbpf returned.
+        source: libbpf_rs::Error,
+        /// The tail of libbpf's log (verifier messages), possibly empty.
+        detail: String,
+    },
+}
+
+struct Detail<'a>(&'a str);
+
+impl fmt::Display for Detail<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            write!(f, "\n{}", self.0)
+        }
+    }
+}
+
+/// Where the kernel exposes its own BTF.
+pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// Checks the two things that most often make BPF impossible, before trying.
+pub fn preflight() -> Result<(), LoadError> {
+    if !Path::new(VMLINUX_BTF).exists() {
+        return Err(LoadError::NoBtf(VMLINUX_BTF));
+    }
+    if !has_bpf_privileges() {
+        return Err(LoadError::NotPermitted);
+    }
+    Ok(())
+}
+
+/// Root, or CAP_BPF and CAP_PERFMON in the effective set (CAP_SYS_ADMIN implies both).
+pub fn has_bpf_privileges() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    const CAP_BPF: u32 = 39;
+    let Some(eff) = effective_caps() else {
+        // SAFETY: geteuid has no preconditions.
+        return unsafe { libc::geteuid() } == 0;
+    };
+    let has = |c: u32| eff & (1u64 << c) != 0;
+    has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
+}
+
+fn effective_caps() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
+    u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
+}
+
+static LOG: Mutex<String> = Mutex::new(String::new());
+const LOG_KEEP: usize = 64 * 1024;
+
+fn keep_log(level: PrintLevel, msg: String) {
+    if std::env::var_os("KERNSTAT_DEBUG").is_some() {
+        eprint!("libbpf: {msg}");
+    }
+    if level == PrintLevel::Debug {
+        return;
+    }
+    if let Ok(mut log) = LOG.lock() {
+        if log.len() > LOG_KEEP {
+            let cut = log.len() - LOG_KEEP / 2;
+            let cut = (cut..log.len())
+                .find(|&i| log.is_char_boundary(i))
+                .unwrap_or(0);
+            log.drain(..cut);
+        }
+        log.push_str(&msg);
+    }
+}
+
+/// Routes libbpf's messages into a buffer (and to stderr when KERNSTAT_DEBUG is set).
+pub fn capture_libbpf_log() {
+    let level = if std::env::var_os("KERNSTAT_DEBUG").is_some() {
+        PrintLevel::Debug
+    } else {
+        PrintLevel::Info
+    };
+    libbpf_rs::set_print(Some((level, keep_log)));
+}
+
+/// Empties the captured log.
+pub fn clear_log() {
+    if let Ok(mut log) = LOG.lock() {
+        log.clear();
+    }
+}
+
+/// The last `lines` lines libbpf logged, for an error message.
+pub fn log_tail(lines: usize) -> String {
+    let log = LOG.lock().map(|l| l.clone()).unwrap_or_default();
+    let all: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Wraps a libbpf error with what was being done and the log tail.
+pub fn failed(what: &'static str, source: libbpf_rs::Error) -> LoadError {
+    LoadError::Failed {
+        what,
+        source,
+        detail: log_tail(8),
+    }
+}

@@ -1,0 +1,21 @@
+//! kernstat's data model, with no I/O.
+//!
+//! Sources (the BPF sampler, procfs and sysfs readers) fill a [`RawSample`] with
+//! cumulative counters; [`Model::update`] turns two of them into what people read:
+//! rates, percentages, top lists and an alert level. Keeping raw samples apart from the
+//! derived model (the habit of `below`) lets every formula be tested on made-up numbers,
+//! and lets the daemon, the bar and `snapshot` share one definition of each metric.
+#![deny(missing_docs)]
+
+pub mod model;
+pub mod raw;
+pub mod text;
+pub mod top;
+
+pub use model::{Level, MemModel, Model, ModelOptions, ProcRate, Threshold, Thresholds, TOP_N};
+pub use raw::{
+    BatterySample, Comm, CoreTimes, GpuDriver, GpuSample, Hardware, MemInfo, ProcSample, Psi,
+    PsiLine, RawSample, Source, SystemSample, TaskTable,
+};
+pub use text::ShortStr;
+pub use top::{Top, TopEntry};

@@ -1,0 +1,547 @@
+//! The model: two raw samples in, everything a person reads out (rates, percentages, top
+//! lists, alert level). Pure functions of their inputs, so every number can be unit-tested
+//! with made-up samples.
+//!
+//! `Model::update` reuses the model's own buffers: after the first call it does not
+//! allocate unless the number of processes grows past every earlier sample.
+
+use serde::Serialize;
+
+use crate::raw::{Comm, Hardware, MemInfo, Psi, RawSample, Source};
+use crate::top::{Top, TopEntry};
+
+/// How many processes each top list holds.
+pub const TOP_N: usize = 5;
+
+/// One process over the interval between two samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ProcRate {
+    /// Process id.
+    pub pid: u32,
+    /// Command name.
+    pub comm: Comm,
+    /// /proc state letter.
+    #[serde(serialize_with = "ser_state")]
+    pub state: u8,
+    /// Kernel thread.
+    pub kthread: bool,
+    /// In uninterruptible sleep (itself or one of its threads).
+    pub blocked: bool,
+    /// CPU use over the interval in percent of one core (like top).
+    pub cpu_percent: f64,
+    /// CPU time of all its threads, live and exited, in nanoseconds.
+    pub cpu_ns: u64,
+    /// Resident memory in bytes.
+    pub rss_bytes: u64,
+    /// Storage reads over the interval, bytes per second.
+    pub read_bps: f64,
+    /// Storage writes over the interval, bytes per second.
+    pub write_bps: f64,
+    /// Cumulative storage reads, bytes.
+    pub read_bytes: u64,
+    /// Cumulative storage writes, bytes.
+    pub write_bytes: u64,
+}
+
+fn ser_state<S: serde::Serializer>(state: &u8, s: S) -> Result<S::Ok, S::Error> {
+    let buf = [*state];
+    s.serialize_str(std::str::from_utf8(&buf).unwrap_or("?"))
+}
+
+/// Memory figures derived from MemInfo.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct MemModel {
+    /// Total RAM, bytes.
+    pub total_bytes: u64,
+    /// Used = total - available (MemAvailable semantics), bytes.
+    pub used_bytes: u64,
+    /// Available without swapping, bytes.
+    pub available_bytes: u64,
+    /// used / total, percent.
+    pub used_percent: f64,
+    /// Swap in use, bytes.
+    pub swap_used_bytes: u64,
+    /// Swap size, bytes.
+    pub swap_total_bytes: u64,
+}
+
+impl MemModel {
+    fn from_info(m: &MemInfo) -> Self {
+        let used = m.total.saturating_sub(m.available);
+        MemModel {
+            total_bytes: m.total,
+            used_bytes: used,
+            available_bytes: m.available,
+            used_percent: percent(used as f64, m.total as f64),
+            swap_used_bytes: m.swap_total.saturating_sub(m.swap_free),
+            swap_total_bytes: m.swap_total,
+        }
+    }
+}
+
+/// Alert level, as Waybar's `class`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Nothing above its warning threshold.
+    #[default]
+    Normal,
+    /// Something at or above its warning threshold.
+    Warning,
+    /// Something at or above its critical threshold.
+    Critical,
+}
+
+impl Level {
+    /// The CSS class name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Normal => "normal",
+            Level::Warning => "warning",
+            Level::Critical => "critical",
+        }
+    }
+}
+
+/// Warning and critical thresholds for one metric.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Threshold {
+    /// At or above: warning.
+    pub warning: f64,
+    /// At or above: critical.
+    pub critical: f64,
+}
+
+impl Threshold {
+    fn level(&self, value: f64) -> Level {
+        if value >= self.critical {
+            Level::Critical
+        } else if value >= self.warning {
+            Level::Warning
+        } else {
+            Level::Normal
+        }
+    }
+}
+
+/// Thresholds that decide the alert level.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Thresholds {
+    /// CPU busy percent.
+    pub cpu: Threshold,
+    /// Memory used percent.
+    pub mem: Threshold,
+    /// Temperature, degrees Celsius.
+    pub temp: Threshold,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            cpu: Threshold {
+                warning: 70.0,
+                critical: 90.0,
+            },
+            mem: Threshold {
+                warning: 80.0,
+                critical: 95.0,
+            },
+            temp: Threshold {
+                warning: 80.0,
+                critical: 95.0,
+            },
+        }
+    }
+}
+
+/// Choices that change what the model computes.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelOptions {
+    /// Show kernel threads in the top lists.
+    pub include_kthreads: bool,
+    /// Alert thresholds.
+    pub thresholds: Thresholds,
+}
+
+/// Everything derived from two samples.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Model {
+    /// Where the task numbers came from.
+    pub source: Source,
+    /// Seconds between the two samples.
+    pub interval_s: f64,
+    /// Online CPUs.
+    pub ncpus: u32,
+    /// Machine CPU busy percent (all CPUs = 100).
+    pub cpu_percent: f64,
+    /// Busy percent of each CPU.
+    pub cores_percent: Vec<f64>,
+    /// Memory.
+    pub mem: MemModel,
+    /// Swap-in rate, bytes per second.
+    pub swap_in_bps: f64,
+    /// Swap-out rate, bytes per second.
+    pub swap_out_bps: f64,
+    /// 1, 5, 15 minute load averages.
+    pub load: [f64; 3],
+    /// Pressure stall information.
+    pub psi: Psi,
+    /// GPU busy percent over the interval (i915 from RC6 residency, amdgpu as reported).
+    pub gpu_busy_percent: Option<f64>,
+    /// Sensors and devices.
+    #[serde(skip)]
+    pub hw: Hardware,
+    /// Processes seen.
+    pub process_count: u64,
+    /// Tasks (threads) seen.
+    pub task_count: u64,
+    /// Tasks running or runnable.
+    pub running_tasks: u64,
+    /// Tasks in uninterruptible sleep.
+    pub blocked_tasks: u64,
+    /// Processes in D (or with a thread in D).
+    pub blocked_procs: u64,
+    /// Zombie processes.
+    pub zombie_procs: u64,
+    /// Top processes by CPU percent.
+    pub top_cpu: Top<TOP_N>,
+    /// Top processes by resident memory (bytes).
+    pub top_mem: Top<TOP_N>,
+    /// Top processes by storage I/O (value: read+write bytes/s, extra: write bytes/s).
+    pub top_io: Top<TOP_N>,
+    /// Some processes in D state (value: CPU percent).
+    pub blocked: Top<TOP_N>,
+    /// Some zombie processes.
+    pub zombies: Top<TOP_N>,
+    /// The alert level.
+    pub level: Level,
+    /// Which metric set the level: "cpu", "mem", "temp", or "ok".
+    pub alert: &'static str,
+    /// Every process, sorted by pid.
+    pub procs: Vec<ProcRate>,
+}
+
+fn percent(part: f64, whole: f64) -> f64 {
+    if whole <= 0.0 {
+        0.0
+    } else {
+        (part / whole * 100.0).clamp(0.0, 100.0)
+    }
+}
+
+fn rate(delta: u64, seconds: f64) -> f64 {
+    if seconds <= 0.0 {
+        0.0
+    } else {
+        delta as f64 / seconds
+    }
+}
+
+impl Model {
+    /// Recomputes the model from the samples `prev` and `cur` (taken later).
+    pub fn update(&mut self, prev: &RawSample, cur: &RawSample, opts: &ModelOptions) {
+        let dt_ns = cur.sys.taken_ns.saturating_sub(prev.sys.taken_ns);
+        let dt = dt_ns as f64 / 1e9;
+        let ncpus = cur.sys.ncpus.max(1);
+        self.source = cur.source;
+        self.interval_s = dt;
+        self.ncpus = ncpus;
+        let busy = cur.sys.busy_ns.saturating_sub(prev.sys.busy_ns);
+        self.cpu_percent = percent(busy as f64, dt_ns as f64 * ncpus as f64);
+
+        self.cores_percent.clear();
+        for (i, c) in cur.sys.cores.iter().enumerate() {
+            let p = prev.sys.cores.get(i).copied().unwrap_or_default();
+            let b = c.busy_ns.saturating_sub(p.busy_ns) as f64;
+            let t = c.total_ns.saturating_sub(p.total_ns) as f64;
+            self.cores_percent.push(percent(b, t));
+        }
+
+        self.mem = MemModel::from_info(&cur.sys.mem);
+        let page = if cur.sys.page_size == 0 {
+            4096
+        } else {
+            cur.sys.page_size
+        };
+        self.swap_in_bps = rate(
+            cur.sys.swap_in_pages.saturating_sub(prev.sys.swap_in_pages) * page,
+            dt,
+        );
+        self.swap_out_bps = rate(
+            cur.sys
+                .swap_out_pages
+                .saturating_sub(prev.sys.swap_out_pages)
+                * page,
+            dt,
+        );
+        self.load = cur.sys.load;
+        self.psi = cur.sys.psi;
+        self.hw = cur.sys.hw;
+        self.gpu_busy_percent = gpu_busy(prev, cur, dt);
+
+        self.update_procs(prev, cur, dt, opts);
+
+        let (level, alert) = self.alert_level(&opts.thresholds);
+        self.level = level;
+        self.alert = alert;
+    }
+
+    fn update_procs(&mut self, prev: &RawSample, cur: &RawSample, dt: f64, opts: &ModelOptions) {
+        self.procs.clear();
+        self.top_cpu.clear();
+        self.top_mem.clear();
+        self.top_io.clear();
+        self.blocked.clear();
+        self.zombies.clear();
+        self.blocked_procs = 0;
+        self.zombie_procs = 0;
+        self.process_count = cur.tasks.procs.len() as u64;
+        self.task_count = cur.tasks.tasks;
+        self.running_tasks = cur.tasks.running;
+        self.blocked_tasks = cur.tasks.blocked;
+
+        for p in &cur.tasks.procs {
+            // The same process in the previous sample, or none: a new process, whose
+            // counters all accrued since it started, inside this interval.
+            let before = prev
+                .tasks
+                .get(p.pid)
+                .filter(|q| q.start == p.start)
+                .copied()
+                .unwrap_or_default();
+            let cpu = p.cpu_ns.saturating_sub(before.cpu_ns);
+            let rd = p.read_bytes.saturating_sub(before.read_bytes);
+            let wr = p.write_bytes.saturating_sub(before.write_bytes);
+            let r = ProcRate {
+                pid: p.pid,
+                comm: p.comm,
+                state: p.state,
+                kthread: p.kthread,
+                blocked: p.is_blocked(),
+                cpu_percent: if dt > 0.0 {
+                    cpu as f64 / (dt * 1e9) * 100.0
+                } else {
+                    0.0
+                },
+                cpu_ns: p.cpu_ns,
+                rss_bytes: p.rss_bytes,
+                read_bps: rate(rd, dt),
+                write_bps: rate(wr, dt),
+                read_bytes: p.read_bytes,
+                write_bytes: p.write_bytes,
+            };
+            self.procs.push(r);
+
+            let entry = |value: f64, extra: f64| TopEntry {
+                pid: r.pid,
+                comm: r.comm,
+                value,
+                extra,
+            };
+            if r.blocked {
+                self.blocked_procs += 1;
+                self.blocked.offer(entry(r.cpu_percent, 0.0));
+            }
+            if p.is_zombie() {
+                self.zombie_procs += 1;
+                self.zombies.offer(entry(0.0, 0.0));
+            }
+            if r.kthread && !opts.include_kthreads {
+                continue;
+            }
+            if r.cpu_percent > 0.0 {
+                self.top_cpu.offer(entry(r.cpu_percent, 0.0));
+            }
+            if r.rss_bytes > 0 {
+                self.top_mem.offer(entry(r.rss_bytes as f64, 0.0));
+            }
+            if r.read_bps + r.write_bps > 0.0 {
+                self.top_io
+                    .offer(entry(r.read_bps + r.write_bps, r.write_bps));
+            }
+        }
+    }
+
+    fn alert_level(&self, t: &Thresholds) -> (Level, &'static str) {
+        let mut worst = (Level::Normal, "ok");
+        let mut consider = |level: Level, name: &'static str| {
+            if level > worst.0 {
+                worst = (level, name);
+            }
+        };
+        consider(t.cpu.level(self.cpu_percent), "cpu");
+        consider(t.mem.level(self.mem.used_percent), "mem");
+        if let Some(temp) = self.hw.temp_c {
+            consider(t.temp.level(temp as f64), "temp");
+        }
+        worst
+    }
+}
+
+fn gpu_busy(prev: &RawSample, cur: &RawSample, dt: f64) -> Option<f64> {
+    let g = cur.sys.hw.gpu.as_ref()?;
+    if let Some(b) = g.busy_percent {
+        return Some(b as f64);
+    }
+    let now = g.rc6_ms?;
+    let before = prev.sys.hw.gpu.as_ref()?.rc6_ms?;
+    if dt <= 0.0 {
+        return None;
+    }
+    let idle_ms = now.saturating_sub(before) as f64;
+    Some((100.0 - idle_ms / (dt * 1000.0) * 100.0).clamp(0.0, 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raw::{CoreTimes, GpuSample, ProcSample};
+
+    fn proc(pid: u32, start: u64, cpu_ns: u64, rss: u64) -> ProcSample {
+        ProcSample {
+            pid,
+            start,
+            cpu_ns,
+            rss_bytes: rss,
+            state: b'S',
+            comm: Comm::from_str_lossy("p"),
+            ..Default::default()
+        }
+    }
+
+    fn sample(t_ns: u64, busy_ns: u64, procs: Vec<ProcSample>) -> RawSample {
+        let mut s = RawSample::default();
+        s.sys.taken_ns = t_ns;
+        s.sys.busy_ns = busy_ns;
+        s.sys.ncpus = 2;
+        s.sys.mem = MemInfo {
+            total: 1000,
+            available: 400,
+            ..Default::default()
+        };
+        s.tasks.procs = procs;
+        s.tasks.finish();
+        s
+    }
+
+    #[test]
+    fn cpu_percent_is_busy_over_elapsed_times_cpus() {
+        let a = sample(1_000_000_000, 10_000_000_000, vec![]);
+        let b = sample(3_000_000_000, 11_000_000_000, vec![]);
+        let mut m = Model::default();
+        m.update(&a, &b, &ModelOptions::default());
+        // 1 s busy over 2 s on 2 CPUs = 25 %.
+        assert!((m.cpu_percent - 25.0).abs() < 1e-9);
+        assert!((m.interval_s - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn memory_used_is_total_minus_available() {
+        let a = sample(0, 0, vec![]);
+        let mut m = Model::default();
+        m.update(&a, &a, &ModelOptions::default());
+        assert_eq!(m.mem.used_bytes, 600);
+        assert!((m.mem.used_percent - 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn per_process_rates_and_pid_reuse() {
+        let a = sample(
+            0,
+            0,
+            vec![proc(10, 1, 1_000_000_000, 5), proc(20, 7, 50, 9)],
+        );
+        // pid 20 was reused (different start): its whole cpu_ns is new.
+        let b = sample(
+            1_000_000_000,
+            0,
+            vec![proc(10, 1, 1_500_000_000, 5), proc(20, 8, 200_000_000, 9)],
+        );
+        let mut m = Model::default();
+        m.update(&a, &b, &ModelOptions::default());
+        assert!((m.procs[0].cpu_percent - 50.0).abs() < 1e-9);
+        assert!((m.procs[1].cpu_percent - 20.0).abs() < 1e-9);
+        let top: Vec<u32> = m.top_cpu.as_slice().iter().map(|e| e.pid).collect();
+        assert_eq!(top, vec![10, 20]);
+    }
+
+    #[test]
+    fn kernel_threads_leave_top_lists_unless_asked() {
+        let mut k = proc(2, 1, 0, 0);
+        k.kthread = true;
+        let mut k2 = k;
+        k2.cpu_ns = 500_000_000;
+        let a = sample(0, 0, vec![k]);
+        let b = sample(1_000_000_000, 0, vec![k2]);
+        let mut m = Model::default();
+        m.update(&a, &b, &ModelOptions::default());
+        assert!(m.top_cpu.is_empty());
+        let opts = ModelOptions {
+            include_kthreads: true,
+            ..Default::default()
+        };
+        m.update(&a, &b, &opts);
+        assert_eq!(m.top_cpu.as_slice()[0].pid, 2);
+    }
+
+    #[test]
+    fn blocked_and_zombies_are_counted() {
+        let mut d = proc(5, 1, 0, 0);
+        d.has_d_thread = true;
+        let mut z = proc(6, 1, 0, 0);
+        z.state = b'Z';
+        let a = sample(0, 0, vec![d, z]);
+        let mut m = Model::default();
+        m.update(&a, &a, &ModelOptions::default());
+        assert_eq!(m.blocked_procs, 1);
+        assert_eq!(m.zombie_procs, 1);
+        assert_eq!(m.blocked.as_slice()[0].pid, 5);
+    }
+
+    #[test]
+    fn level_takes_the_worst_metric() {
+        let a = sample(0, 0, vec![]);
+        let mut b = sample(1_000_000_000, 1_900_000_000, vec![]);
+        b.sys.hw.temp_c = Some(85.0);
+        let mut m = Model::default();
+        m.update(&a, &b, &ModelOptions::default());
+        // CPU 95 % is critical; temperature only warning.
+        assert_eq!(m.level, Level::Critical);
+        assert_eq!(m.alert, "cpu");
+    }
+
+    #[test]
+    fn core_percent_from_busy_and_total() {
+        let mut a = sample(0, 0, vec![]);
+        a.sys.cores = vec![CoreTimes {
+            busy_ns: 100,
+            total_ns: 1000,
+        }];
+        let mut b = a.clone();
+        b.sys.cores = vec![CoreTimes {
+            busy_ns: 400,
+            total_ns: 2000,
+        }];
+        let mut m = Model::default();
+        m.update(&a, &b, &ModelOptions::default());
+        assert!((m.cores_percent[0] - 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn i915_busy_from_rc6_residency() {
+        let mut a = sample(0, 0, vec![]);
+        a.sys.hw.gpu = Some(GpuSample {
+            rc6_ms: Some(10_000),
+            ..Default::default()
+        });
+        let mut b = sample(2_000_000_000, 0, vec![]);
+        b.sys.hw.gpu = Some(GpuSample {
+            rc6_ms: Some(11_500),
+            ..Default::default()
+        });
+        let mut m = Model::default();
+        m.update(&a, &b, &ModelOptions::default());
+        // 1.5 s idle out of 2 s: 25 % busy.
+        assert!((m.gpu_busy_percent.unwrap() - 25.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,269 @@
+//! Helpers shared by kernstat's tests and benchmarks.
+//!
+//! - [`bpf_gate`]: tests that need BPF run as root; elsewhere they skip with a printed
+//!   reason, but with `CI=true` a BPF test that cannot run fails (never a silent skip).
+//! - [`IdleProcs`]: N real idle processes, killed and reaped on drop.
+//! - [`burn`]: CPU work with a known duration.
+#![deny(missing_docs)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// True when running under CI (`CI=true`), where nothing may be skipped.
+pub fn in_ci() -> bool {
+    std::env::var("CI")
+        .map(|v| v == "true" || v == "1")
+        .unwrap_or(false)
+}
+
+/// Decides whether a test that needs `what` may run. `available` says whether it can;
+/// `why_not` explains when not. Returns true to run; false to skip (after printing why);
+/// panics under CI instead of skipping.
+pub fn gate(what: &str, available: bool, why_not: impl FnOnce() -> String) -> bool {
+    if available {
+        return true;
+    }
+    let reason = why_not();
+    if in_ci() {
+        panic!("CI=true: {what} is required but unavailable: {reason}");
+    }
+    eprintln!("SKIP ({what} unavailable: {reason})");
+    false
+}
+
+/// Gate for tests that load BPF programs: root (effective uid 0) is required.
+pub fn bpf_gate() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    gate("BPF (root)", root, || "not running as root".to_string())
+}
+
+/// Gate for tests that need an external program (a peer tool or a workload generator).
+pub fn tool_gate(program: &str) -> bool {
+    let found = which(program).is_some();
+    gate(program, found, || {
+        format!("{program} is not installed (make deps installs it)")
+    })
+}
+
+/// Finds a program on PATH (or in /usr/sbin, /sbin for tools installed there).
+pub fn which(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/sbin".into()])
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// A fleet of real idle processes (`sleep`), for tests and benchmarks that need a
+/// machine with N more tasks. Killed and reaped when dropped.
+#[derive(Debug)]
+pub struct IdleProcs {
+    children: Vec<Child>,
+}
+
+impl IdleProcs {
+    /// Starts `n` idle processes.
+    pub fn spawn(n: usize) -> std::io::Result<Self> {
+        let mut children = Vec::with_capacity(n);
+        for _ in 0..n {
+            children.push(
+                Command::new("sleep")
+                    .arg("100000")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()?,
+            );
+        }
+        Ok(IdleProcs { children })
+    }
+
+    /// Their pids.
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(Child::id).collect()
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.children.len()
+    }
+
+    /// None started.
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+}
+
+impl Drop for IdleProcs {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+        }
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
+    }
+}
+
+/// This thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
+pub fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is valid for writes.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Spins until this thread has used `d` of CPU time: a workload with a known answer
+/// however busy the machine is.
+pub fn burn(d: Duration) {
+    let end = thread_cpu_time() + d;
+    let mut x: u64 = 1;
+    while thread_cpu_time() < end {
+        for _ in 0..10_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+    }
+}
+
+/// Counts the processes currently in /proc.
+pub fn proc_count() -> usize {
+    std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .bytes()
+                        .all(|b| b.is_ascii_digit())
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// The `ks-workload` binary, (re)built by cargo once per test process so it is never stale.
+pub fn workload_bin() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("current_exe");
+            // target/<profile>/deps/<test> -> target/<profile>/ks-workload
+            let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args([
+                "build",
+                "-q",
+                "-p",
+                "kernstat-testkit",
+                "--bin",
+                "ks-workload",
+            ]);
+            if dir.file_name().map(|n| n == "release").unwrap_or(false) {
+                cmd.arg("--release");
+            }
+            let st = cmd.status().expect("run cargo build for ks-workload");
+            assert!(st.success(), "building ks-workload failed");
+            dir.join("ks-workload")
+        })
+        .clone()
+}
+
+/// A running workload that has printed "ready"; killed and reaped on drop.
+#[derive(Debug)]
+pub struct Workload {
+    child: Child,
+}
+
+impl Workload {
+    /// Starts `ks-workload ARGS...` and waits until it is ready.
+    pub fn start(args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(workload_bin())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start ks-workload");
+        let out = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        std::io::BufReader::new(out)
+            .read_line(&mut line)
+            .expect("read ready line");
+        assert_eq!(
+            line.trim(),
+            "ready",
+            "ks-workload {args:?} did not get ready"
+        );
+        Workload { child }
+    }
+
+    /// Its pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// /proc/PID/stat utime + stime in nanoseconds (all threads, live and exited).
+pub fn proc_cpu_ns(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read stat");
+    let after = &s[s.rfind(')').expect("comm end") + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // f[0] is field 3 (state): utime is field 14, stime 15.
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    ticks * 1_000_000_000 / hz
+}
+
+/// /proc/PID/statm resident pages, in bytes.
+pub fn proc_rss_bytes(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/statm")).expect("read statm");
+    let pages: u64 = s.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
+}
+
+/// /proc/PID/io (read_bytes, write_bytes).
+pub fn proc_io(pid: u32) -> (u64, u64) {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/io")).expect("read io");
+    let get = |k: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(k).and_then(|v| v.trim().parse::<u64>().ok()))
+            .unwrap_or(0)
+    };
+    (get("read_bytes:"), get("write_bytes:"))
+}
+
+/// /proc/stat's machine-wide busy time (user+nice+system+irq+softirq+steal), ns.
+pub fn proc_stat_busy_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/stat").expect("read /proc/stat");
+    let line = s.lines().next().expect("cpu line");
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    busy * 1_000_000_000 / hz
+}
+
+/// Online CPUs.
+pub fn ncpus() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) as u64 }
+}
