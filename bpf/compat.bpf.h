@@ -82,9 +82,10 @@ static __always_inline __u64 ks_mm_rss_pages(struct mm_struct *mm)
 
 /*
  * The one-letter state /proc shows ("RSDTtXZPI"), computed as fs/proc/array.c's
- * task_state_index() does. The TASK_* bit values below have been stable since 4.14
- * (TASK_REPORT_IDLE and the 'I' state arrived in 4.14); TASK_RTLOCK_WAIT (5.15, PREEMPT_RT
- * sleeping spinlocks) reports as D.
+ * task_state_index() does. The TASK_* bit values below have been stable since 4.14;
+ * TASK_IDLE (UNINTERRUPTIBLE | NOLOAD, idle kernel threads) reports as I, and is tested
+ * as a mask because newer kernels add TASK_FREEZABLE to it; TASK_RTLOCK_WAIT (5.15,
+ * PREEMPT_RT sleeping spinlocks) reports as D.
  */
 #define KS_TASK_INTERRUPTIBLE 0x0001
 #define KS_TASK_UNINTERRUPTIBLE 0x0002
@@ -93,13 +94,12 @@ static __always_inline __u64 ks_mm_rss_pages(struct mm_struct *mm)
 #define KS_TASK_REPORT 0x007f
 #define KS_TASK_IDLE (KS_TASK_UNINTERRUPTIBLE | KS_TASK_NOLOAD)
 
-static __always_inline char ks_task_state_char(struct task_struct *t)
+static __always_inline char ks_state_char(unsigned int raw, int exit_state)
 {
-	unsigned int raw = ks_task_state(t);
-	unsigned int state = (raw | (unsigned int)t->exit_state) & KS_TASK_REPORT;
+	unsigned int state = (raw | (unsigned int)exit_state) & KS_TASK_REPORT;
 	int idx = 0;
 
-	if (raw == KS_TASK_IDLE)
+	if ((raw & KS_TASK_IDLE) == KS_TASK_IDLE)
 		return 'I';
 	if (raw & KS_TASK_RTLOCK_WAIT)
 		return 'D';
@@ -120,6 +120,11 @@ static __always_inline char ks_task_state_char(struct task_struct *t)
 	case 6: return 'Z';
 	default: return 'P';
 	}
+}
+
+static __always_inline char ks_task_state_char(struct task_struct *t)
+{
+	return ks_state_char(ks_task_state(t), t->exit_state);
 }
 
 #endif /* KERNSTAT_COMPAT_BPF_H */

@@ -94,7 +94,7 @@ static long add_thread(__u64 index, struct group_sum *g)
 	g->cpu_ns += BPF_CORE_READ(t, se.sum_exec_runtime);
 	g->read_bytes += BPF_CORE_READ(t, ioac.read_bytes);
 	g->write_bytes += BPF_CORE_READ(t, ioac.write_bytes);
-	if ((ks_task_state_probe(t) & KS_TASK_REPORT) == KS_TASK_UNINTERRUPTIBLE)
+	if (ks_state_char(ks_task_state_probe(t), BPF_CORE_READ(t, exit_state)) == 'D')
 		g->d_threads++;
 	g->pos = BPF_CORE_READ(pos, next);
 	return 0;

@@ -187,9 +187,9 @@ pub struct Model {
     /// Pressure stall information.
     pub psi: Psi,
     /// GPU busy percent over the interval (i915 from RC6 residency, amdgpu as reported).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_busy_percent: Option<f64>,
-    /// Sensors and devices.
-    #[serde(skip)]
+    /// Sensors and devices (absent ones are left out).
     pub hw: Hardware,
     /// Processes seen.
     pub process_count: u64,

@@ -148,14 +148,19 @@ pub struct PsiLine {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Psi {
     /// Some tasks stalled on CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_some: Option<PsiLine>,
     /// Some tasks stalled on memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_some: Option<PsiLine>,
     /// All non-idle tasks stalled on memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_full: Option<PsiLine>,
     /// Some tasks stalled on I/O.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub io_some: Option<PsiLine>,
     /// All non-idle tasks stalled on I/O.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub io_full: Option<PsiLine>,
 }
 
@@ -171,51 +176,65 @@ pub enum GpuDriver {
 }
 
 /// One GPU reading.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct GpuSample {
     /// Which driver's files were read.
     pub driver: GpuDriver,
     /// Busy percentage as the driver reports it (amdgpu).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub busy_percent: Option<f32>,
     /// Cumulative RC6 (idle) residency in ms (i915): busy comes from its rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rc6_ms: Option<u64>,
     /// Current frequency.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub freq_mhz: Option<u32>,
     /// Maximum frequency.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_freq_mhz: Option<u32>,
     /// VRAM in use (amdgpu).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub vram_used: Option<u64>,
     /// VRAM size (amdgpu).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub vram_total: Option<u64>,
     /// Active throttle reasons, comma separated (i915 throttle_reason_*), empty when none.
     pub throttle: ShortStr<96>,
 }
 
 /// A battery reading.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct BatterySample {
     /// Charge in percent.
     pub percent: f32,
     /// Charging, Discharging, Full, Not charging, Unknown.
     pub status: ShortStr<16>,
     /// Power draw in watts, when the battery reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub power_w: Option<f32>,
 }
 
-/// Hardware readings from sysfs; each is `None` where the machine lacks it.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// Hardware readings from sysfs; each is `None` where the machine lacks it (and is then
+/// left out of JSON output).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Hardware {
     /// CPU temperature in degrees Celsius.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub temp_c: Option<f32>,
     /// CPU frequency (average over CPUs) in MHz.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_freq_mhz: Option<f32>,
     /// Maximum CPU frequency in MHz.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_freq_max_mhz: Option<f32>,
     /// GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuSample>,
     /// /sys/firmware/acpi/platform_profile.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub power_profile: Option<ShortStr<32>>,
     /// Battery.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub battery: Option<BatterySample>,
 }
 

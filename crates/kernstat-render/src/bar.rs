@@ -1,0 +1,241 @@
+//! The bar's output formats, behind one type: Waybar JSON lines (`return-type: json`),
+//! the i3bar protocol, plain text, and full JSON lines (`--json`).
+//!
+//! A `BarRenderer` owns every buffer it writes through, so rendering a tick does not
+//! allocate once the buffers have grown to their working size.
+
+use std::io::Write as _;
+
+use kernstat_model::{Level, Model};
+use serde::Serialize;
+
+use crate::template::{Extras, Template};
+use crate::tooltip::{write_tooltip, TooltipExtras};
+
+/// Output format of `kernstat bar`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarFormat {
+    /// One JSON object per line for Waybar's custom module with `return-type: json`.
+    Waybar,
+    /// The i3bar protocol: a header, then an endless JSON array of block arrays.
+    I3bar,
+    /// The text line only.
+    Text,
+    /// Every metric as one JSON object per line.
+    Json,
+}
+
+/// Per-tick values from outside the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TickInfo {
+    /// Wall time the sample took, microseconds.
+    pub sample_us: f64,
+    /// kernstat's own cost, percent of one core (with --self-cost).
+    pub self_cost_percent: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct WaybarLine<'a> {
+    text: &'a str,
+    tooltip: &'a str,
+    class: &'a str,
+    percentage: u32,
+    alt: &'a str,
+}
+
+#[derive(Serialize)]
+struct I3Block<'a> {
+    name: &'static str,
+    full_text: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    color: Option<&'static str>,
+    urgent: bool,
+    markup: &'static str,
+}
+
+/// One `kernstat snapshot` / `bar --json` object.
+#[derive(Serialize)]
+pub struct SnapshotView<'a> {
+    /// Everything the model holds.
+    #[serde(flatten)]
+    pub model: &'a Model,
+    /// Wall time of the sample, microseconds.
+    pub sample_us: f64,
+    /// kernstat's own cost, percent of one core.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_cost_percent: Option<f64>,
+}
+
+/// Renders ticks in one format.
+#[derive(Debug)]
+pub struct BarRenderer {
+    format: BarFormat,
+    template: Template,
+    text: String,
+    tooltip: String,
+    ticks: u64,
+}
+
+impl BarRenderer {
+    /// A renderer for `format` whose text is `template`.
+    pub fn new(format: BarFormat, template: Template) -> Self {
+        BarRenderer {
+            format,
+            template,
+            text: String::with_capacity(256),
+            tooltip: String::with_capacity(4096),
+            ticks: 0,
+        }
+    }
+
+    /// What goes before the first tick (the i3bar header and the array opening).
+    pub fn header(&self, out: &mut Vec<u8>) {
+        if self.format == BarFormat::I3bar {
+            out.extend_from_slice(b"{\"version\":1}\n[\n");
+        }
+    }
+
+    /// Appends one tick's output, ending in '\n'.
+    pub fn render(&mut self, m: &Model, tick: &TickInfo, out: &mut Vec<u8>) {
+        let markup = self.format == BarFormat::Waybar;
+        self.text.clear();
+        self.tooltip.clear();
+        let extras = Extras {
+            self_cost_percent: tick.self_cost_percent,
+            markup,
+        };
+        // Writing into a String cannot fail.
+        let _ = self.template.render(&mut self.text, m, &extras);
+        match self.format {
+            BarFormat::Waybar => {
+                let _ = write_tooltip(
+                    &mut self.tooltip,
+                    m,
+                    &TooltipExtras {
+                        sample_us: tick.sample_us,
+                        self_cost_percent: tick.self_cost_percent,
+                        markup: true,
+                    },
+                );
+                let line = WaybarLine {
+                    text: &self.text,
+                    tooltip: &self.tooltip,
+                    class: m.level.as_str(),
+                    percentage: m.cpu_percent.round().clamp(0.0, 100.0) as u32,
+                    alt: m.alert,
+                };
+                let _ = serde_json::to_writer(&mut *out, &line);
+            }
+            BarFormat::I3bar => {
+                if self.ticks > 0 {
+                    out.push(b',');
+                }
+                let block = I3Block {
+                    name: "kernstat",
+                    full_text: &self.text,
+                    color: match m.level {
+                        Level::Normal => None,
+                        Level::Warning => Some("#FFCC00"),
+                        Level::Critical => Some("#FF5555"),
+                    },
+                    urgent: m.level == Level::Critical,
+                    markup: "none",
+                };
+                let _ = serde_json::to_writer(&mut *out, &[block]);
+            }
+            BarFormat::Text => {
+                let _ = out.write_all(self.text.as_bytes());
+            }
+            BarFormat::Json => {
+                let view = SnapshotView {
+                    model: m,
+                    sample_us: tick.sample_us,
+                    self_cost_percent: tick.self_cost_percent,
+                };
+                let _ = serde_json::to_writer(&mut *out, &view);
+            }
+        }
+        out.push(b'\n');
+        self.ticks += 1;
+    }
+
+    /// The last tick's text (for tests and the daemon).
+    pub fn last_text(&self) -> &str {
+        &self.text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernstat_model::Model;
+
+    fn model() -> Model {
+        Model {
+            cpu_percent: 93.6,
+            level: Level::Critical,
+            alert: "cpu",
+            cores_percent: vec![90.0, 97.0],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn waybar_line_is_one_json_object() {
+        let mut r = BarRenderer::new(BarFormat::Waybar, Template::parse("{cpu}%").unwrap());
+        let mut out = Vec::new();
+        r.header(&mut out);
+        assert!(out.is_empty());
+        r.render(&model(), &TickInfo::default(), &mut out);
+        assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["text"], "94%");
+        assert_eq!(v["class"], "critical");
+        assert_eq!(v["percentage"], 94);
+        assert_eq!(v["alt"], "cpu");
+        assert!(v["tooltip"].as_str().unwrap().contains("CPU 94%"));
+    }
+
+    #[test]
+    fn i3bar_header_then_comma_separated_arrays() {
+        let mut r = BarRenderer::new(BarFormat::I3bar, Template::parse("{cpu}").unwrap());
+        let mut out = Vec::new();
+        r.header(&mut out);
+        r.render(&model(), &TickInfo::default(), &mut out);
+        r.render(&model(), &TickInfo::default(), &mut out);
+        let s = String::from_utf8(out).unwrap();
+        let mut lines = s.lines();
+        let header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+        assert_eq!(header["version"], 1);
+        assert_eq!(lines.next(), Some("["));
+        let first: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+        assert_eq!(first[0]["full_text"], "94");
+        assert_eq!(first[0]["urgent"], true);
+        let second = lines.next().unwrap();
+        assert!(second.starts_with(",["));
+        let _: serde_json::Value = serde_json::from_str(&second[1..]).unwrap();
+    }
+
+    #[test]
+    fn text_and_json() {
+        let mut r = BarRenderer::new(BarFormat::Text, Template::parse("cpu {cpu}").unwrap());
+        let mut out = Vec::new();
+        r.render(&model(), &TickInfo::default(), &mut out);
+        assert_eq!(out, b"cpu 94\n");
+        let mut r = BarRenderer::new(BarFormat::Json, Template::parse("").unwrap());
+        let mut out = Vec::new();
+        r.render(
+            &model(),
+            &TickInfo {
+                sample_us: 12.0,
+                self_cost_percent: Some(0.01),
+            },
+            &mut out,
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["cpu_percent"], 93.6);
+        assert_eq!(v["source"], "bpf");
+        assert_eq!(v["sample_us"], 12.0);
+        assert_eq!(v["self_cost_percent"], 0.01);
+    }
+}

@@ -1,0 +1,337 @@
+//! `kernstat bar`: the status-bar loop, its `--bench` mode, and following another bar.
+//!
+//! Each tick: one sample (BPF walk or procfs), one model update, one render into a kept
+//! buffer, one write(2) to stdout. Ticks sit on a fixed grid (start + k * interval) so the
+//! bar does not drift; the wait between them is sigtimedwait, so SIGRTMIN (cycle the
+//! interval), SIGRTMIN+1 (toggle kernel threads) and SIGINT/SIGTERM act at once. A closed
+//! stdout (Waybar went away) ends the loop with status 0.
+
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use kernstat_model::{Model, ModelOptions, RawSample, Source};
+use kernstat_render::{BarFormat, BarRenderer, Template, TickInfo, FIELDS};
+
+use crate::alloc::allocations;
+use crate::cli::{BarArgs, FormatArg};
+use crate::collect::{CollectOptions, Collector};
+use crate::instance::{self, FollowEnd, Leader, Role};
+use crate::privileges;
+use crate::selfcost::SelfCost;
+use crate::signals::{Signals, Wake};
+use crate::stdout::{Stdout, WriteOutcome};
+
+/// The first tick comes this soon after the baseline sample (rates need two samples),
+/// so that a bar shows numbers within ~50 ms of starting.
+const FIRST_WINDOW: Duration = Duration::from_millis(20);
+
+fn format_of(args: &BarArgs) -> BarFormat {
+    // With --bench, --json is about the report; the bar's own format is benchmarked.
+    if args.json && args.bench.is_none() {
+        return BarFormat::Json;
+    }
+    match args.format {
+        FormatArg::Waybar => BarFormat::Waybar,
+        FormatArg::I3bar => BarFormat::I3bar,
+        FormatArg::Text => BarFormat::Text,
+    }
+}
+
+/// The options that make two bars' output identical (the instance-lock key).
+fn config_string(args: &BarArgs) -> String {
+    format!(
+        "{:?}|{}|{}|{:?}|{:?}|{}|{:?}|{:?}|{:?}|{}|{}|{:?}",
+        args.format,
+        args.json,
+        args.text,
+        args.interval,
+        args.intervals,
+        args.kthreads,
+        args.warn,
+        args.crit,
+        args.source.temp,
+        args.source.no_bpf,
+        args.self_cost,
+        args.source.root,
+    )
+}
+
+pub(crate) fn collect_options(src: &crate::cli::SourceArgs) -> CollectOptions {
+    let mut roots = kernstat_sources::Roots::default();
+    if let Some(r) = &src.root {
+        roots.proc = r.join("proc");
+        roots.sys = r.join("sys");
+    }
+    CollectOptions {
+        no_bpf: src.no_bpf,
+        temp: src.temp.clone(),
+        roots,
+    }
+}
+
+/// Opens the collector and says once on stderr if BPF could not be used.
+pub(crate) fn open_collector(src: &crate::cli::SourceArgs) -> anyhow::Result<Collector> {
+    let c = Collector::open(&collect_options(src)).context("opening /proc")?;
+    if let (Source::Procfs, Some(why)) = (c.source(), &c.fallback_reason) {
+        if !src.no_bpf {
+            eprintln!(
+                "kernstat: BPF unavailable ({why}); reading /proc instead (\"source\": \"procfs\")"
+            );
+        }
+    }
+    Ok(c)
+}
+
+/// Runs `kernstat bar`; returns the exit status.
+pub fn run(args: &BarArgs) -> anyhow::Result<i32> {
+    if args.fields {
+        for (name, _, what) in FIELDS {
+            println!("{{{name}}}\t{what}");
+        }
+        return Ok(0);
+    }
+    let template = Template::parse(&args.text).context("--text")?;
+    if args.intervals.0.is_empty() {
+        bail!("--intervals needs at least one interval");
+    }
+    let signals = Signals::block();
+    let format = format_of(args);
+
+    if let Some(n) = args.bench {
+        return bench(args, template, format, n);
+    }
+    if args.no_lock {
+        return lead(args, template, format, &signals, None);
+    }
+    let dir = instance::runtime_dir();
+    let key = instance::config_key(&config_string(args));
+    loop {
+        match instance::claim(&dir, &key) {
+            Err(e) => {
+                // No runtime directory: sample ourselves rather than fail.
+                eprintln!(
+                    "kernstat: no instance lock in {} ({e}); sampling alone",
+                    dir.display()
+                );
+                return lead(args, template, format, &signals, None);
+            }
+            Ok(Role::Leader(l)) => return lead(args, template, format, &signals, Some(l)),
+            Ok(Role::Follower(f)) => {
+                let mut out = Stdout::new();
+                let mut header = Vec::new();
+                let renderer = BarRenderer::new(format, template.clone());
+                renderer.header(&mut header);
+                if out.write(&header) == WriteOutcome::Closed {
+                    return Ok(0);
+                }
+                let mut lines = 0u64;
+                let mut closed = false;
+                let end = f.follow(
+                    args.interval.max(Duration::from_millis(500)),
+                    || signals.poll() == Wake::Stop,
+                    |line| {
+                        let comma = format == BarFormat::I3bar && lines > 0;
+                        lines += 1;
+                        let ok = (!comma || out.write(b",") == WriteOutcome::Written)
+                            && out.write(line) == WriteOutcome::Written;
+                        closed = !ok;
+                        ok
+                    },
+                )?;
+                match end {
+                    FollowEnd::Stop => return Ok(0),
+                    FollowEnd::LeaderGone if closed => return Ok(0),
+                    FollowEnd::LeaderGone => continue,
+                }
+            }
+        }
+    }
+}
+
+struct Loop {
+    collector: Collector,
+    prev: RawSample,
+    cur: RawSample,
+    model: Model,
+    opts: ModelOptions,
+    renderer: BarRenderer,
+    out: Vec<u8>,
+}
+
+impl Loop {
+    fn new(args: &BarArgs, template: Template, format: BarFormat) -> anyhow::Result<Self> {
+        let collector = open_collector(&args.source)?;
+        Ok(Loop {
+            collector,
+            prev: RawSample::default(),
+            cur: RawSample::default(),
+            model: Model::default(),
+            opts: ModelOptions {
+                include_kthreads: args.kthreads,
+                thresholds: args.thresholds(),
+            },
+            renderer: BarRenderer::new(format, template),
+            out: Vec::with_capacity(16 * 1024),
+        })
+    }
+
+    /// Samples into `cur`, updates the model from `prev`, renders into `out`, and makes
+    /// `cur` the next `prev`. Returns how long it took.
+    fn tick(&mut self, self_cost: Option<f64>) -> anyhow::Result<Duration> {
+        let t0 = Instant::now();
+        self.collector.sample(&mut self.cur).context("sampling")?;
+        self.model.update(&self.prev, &self.cur, &self.opts);
+        self.out.clear();
+        let tick = TickInfo {
+            sample_us: t0.elapsed().as_secs_f64() * 1e6,
+            self_cost_percent: self_cost,
+        };
+        self.renderer.render(&self.model, &tick, &mut self.out);
+        std::mem::swap(&mut self.prev, &mut self.cur);
+        Ok(t0.elapsed())
+    }
+}
+
+fn lead(
+    args: &BarArgs,
+    template: Template,
+    format: BarFormat,
+    signals: &Signals,
+    leader: Option<Leader>,
+) -> anyhow::Result<i32> {
+    let mut lp = Loop::new(args, template, format)?;
+    let mut self_cost = args
+        .self_cost
+        .then(|| SelfCost::start(lp.collector.sampler()));
+    if let Some(why) = self_cost.as_ref().and_then(|s| s.bpf_unavailable.as_ref()) {
+        eprintln!("kernstat: --self-cost counts process CPU only: {why}");
+    }
+    if lp.collector.source() == Source::Bpf {
+        let mut scratch = RawSample::default();
+        let collector = &mut lp.collector;
+        privileges::drop_after_load(|| collector.sample(&mut scratch).is_ok());
+    }
+
+    let mut out = Stdout::new();
+    let mut header = Vec::new();
+    lp.renderer.header(&mut header);
+    if out.write(&header) == WriteOutcome::Closed {
+        return Ok(0);
+    }
+    lp.collector.sample(&mut lp.prev).context("sampling")?;
+    let mut interval = args.interval;
+    let mut interval_idx = args
+        .intervals
+        .0
+        .iter()
+        .position(|&i| i == interval)
+        .unwrap_or(args.intervals.0.len() - 1);
+    let wall = Instant::now();
+    if let Some(sc) = self_cost.as_mut() {
+        sc.measure(lp.collector.sampler(), 0);
+    }
+    let mut next = wall + FIRST_WINDOW.min(interval);
+    loop {
+        let now = Instant::now();
+        if next > now {
+            match signals.wait(next - now) {
+                Wake::Timeout => continue,
+                Wake::Stop => return Ok(0),
+                Wake::RtMin => {
+                    interval_idx = (interval_idx + 1) % args.intervals.0.len();
+                    interval = args.intervals.0[interval_idx];
+                    next = Instant::now();
+                    continue;
+                }
+                Wake::RtMin1 => {
+                    lp.opts.include_kthreads = !lp.opts.include_kthreads;
+                    next = Instant::now();
+                    continue;
+                }
+            }
+        }
+        let cost = self_cost
+            .as_mut()
+            .and_then(|sc| sc.measure(lp.collector.sampler(), wall.elapsed().as_nanos() as u64));
+        lp.tick(cost)?;
+        if out.write(&lp.out) == WriteOutcome::Closed {
+            return Ok(0);
+        }
+        if let Some(l) = &leader {
+            l.publish(&lp.out);
+        }
+        // Next grid point after now (skip missed ones after a suspend or a stall).
+        let now = Instant::now();
+        next += interval;
+        if next <= now {
+            next = now + interval;
+        }
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let idx = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[idx] as f64 / 1000.0
+}
+
+fn bench(args: &BarArgs, template: Template, format: BarFormat, n: u32) -> anyhow::Result<i32> {
+    if n == 0 {
+        bail!("--bench needs at least one sample");
+    }
+    let mut lp = Loop::new(args, template, format)?;
+    lp.collector.sample(&mut lp.prev).context("sampling")?;
+    // Let every buffer grow to its working size first.
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(1));
+        lp.tick(None)?;
+    }
+    let mut times = Vec::with_capacity(n as usize);
+    let mut allocs = 0u64;
+    for _ in 0..n {
+        std::thread::sleep(Duration::from_millis(1));
+        let a0 = allocations();
+        let t = lp.tick(None)?;
+        allocs += allocations() - a0;
+        times.push(t.as_nanos() as u64);
+    }
+    let avg = times.iter().sum::<u64>() as f64 / times.len() as f64 / 1000.0;
+    times.sort_unstable();
+    let report = serde_json::json!({
+        "n": n,
+        "source": lp.collector.source().as_str(),
+        "tasks": lp.prev.tasks.tasks,
+        "avg_us": round2(avg),
+        "p50_us": round2(percentile(&times, 0.50)),
+        "p95_us": round2(percentile(&times, 0.95)),
+        "p99_us": round2(percentile(&times, 0.99)),
+        "min_us": round2(percentile(&times, 0.0)),
+        "max_us": round2(percentile(&times, 1.0)),
+        "allocs_per_sample": allocs as f64 / n as f64,
+    });
+    let mut stdout = io::stdout().lock();
+    if args.json {
+        writeln!(stdout, "{report}")?;
+    } else {
+        writeln!(
+            stdout,
+            "{n} samples ({}, {} tasks): p50 {} µs, p95 {} µs, p99 {} µs, min {} µs, max {} µs, {} allocations per sample",
+            report["source"].as_str().unwrap_or("?"),
+            report["tasks"],
+            report["p50_us"],
+            report["p95_us"],
+            report["p99_us"],
+            report["min_us"],
+            report["max_us"],
+            report["allocs_per_sample"],
+        )?;
+    }
+    Ok(0)
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}

@@ -1,0 +1,228 @@
+//! Command-line interface: every command and flag, with clap. Parsing only; the commands
+//! live in their own modules.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use kernstat_model::{Threshold, Thresholds};
+use kernstat_sources::TempSource;
+
+/// kernstat: a Linux observer that costs almost nothing.
+#[derive(Debug, Parser)]
+#[command(name = "kernstat", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Status-bar module: one line per tick for Waybar (default), i3bar or plain text.
+    Bar(BarArgs),
+    /// One full sample of every metric (two readings INTERVAL apart, for rates).
+    Snapshot(SnapshotArgs),
+}
+
+/// Output formats of `bar`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// JSON lines for Waybar's custom module (`"return-type": "json"`).
+    Waybar,
+    /// The i3bar protocol (i3bar, swaybar).
+    I3bar,
+    /// Plain text lines.
+    Text,
+}
+
+/// Where samples come from, shared by every sampling command.
+#[derive(Clone, Debug, Args)]
+pub struct SourceArgs {
+    /// Never load BPF: read /proc and /sys only (the output says "source": "procfs").
+    #[arg(long)]
+    pub no_bpf: bool,
+    /// CPU temperature sensor: auto, off, zone:TYPE, hwmon:NAME[:LABEL], or a file path.
+    #[arg(long, default_value = "auto", value_parser = parse_temp)]
+    pub temp: TempSource,
+    /// Read procfs and sysfs under this directory instead of / (for tests).
+    #[arg(long, hide = true)]
+    pub root: Option<PathBuf>,
+}
+
+fn parse_temp(s: &str) -> Result<TempSource, String> {
+    s.parse()
+}
+
+/// Parses seconds like "2", "0.5", "1.5s", "500ms".
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, scale) = if let Some(v) = s.strip_suffix("ms") {
+        (v, 1e-3)
+    } else if let Some(v) = s.strip_suffix('s') {
+        (v, 1.0)
+    } else {
+        (s, 1.0)
+    };
+    let secs: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (seconds, e.g. 2, 0.5 or 500ms)"))?;
+    let secs = secs * scale;
+    if !(0.01..=86_400.0).contains(&secs) {
+        return Err(format!("{s:?}: the interval must be between 10ms and 24h"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// A list of intervals, e.g. "1,2,5".
+#[derive(Clone, Debug, PartialEq)]
+pub struct Intervals(pub Vec<Duration>);
+
+fn parse_durations(s: &str) -> Result<Intervals, String> {
+    s.split(',')
+        .map(|p| parse_duration(p.trim()))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Intervals)
+}
+
+/// `cpu=70,mem=80,temp=85`: any subset.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LevelSpec {
+    /// CPU percent.
+    pub cpu: Option<f64>,
+    /// Memory used percent.
+    pub mem: Option<f64>,
+    /// Temperature, degrees Celsius.
+    pub temp: Option<f64>,
+}
+
+fn parse_levels(s: &str) -> Result<LevelSpec, String> {
+    let mut spec = LevelSpec::default();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| format!("{part:?}: expected METRIC=VALUE, e.g. cpu=90"))?;
+        let v: f64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("{part:?}: {v:?} is not a number"))?;
+        match k.trim() {
+            "cpu" => spec.cpu = Some(v),
+            "mem" => spec.mem = Some(v),
+            "temp" => spec.temp = Some(v),
+            other => return Err(format!("unknown metric {other:?}: use cpu, mem or temp")),
+        }
+    }
+    Ok(spec)
+}
+
+/// `kernstat bar`.
+#[derive(Clone, Debug, Args)]
+pub struct BarArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Waybar)]
+    pub format: FormatArg,
+    /// Print every metric as one JSON object per tick instead (with --bench: print the
+    /// benchmark report as JSON).
+    #[arg(long)]
+    pub json: bool,
+    /// The bar text; fields in braces (see `--fields`).
+    #[arg(long, default_value = "{cpu}% {mem_used}")]
+    pub text: String,
+    /// List the template fields and exit.
+    #[arg(long)]
+    pub fields: bool,
+    /// Seconds between ticks.
+    #[arg(long, default_value = "2", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Intervals that SIGRTMIN cycles through (comma separated).
+    #[arg(long, default_value = "1,2,5", value_parser = parse_durations)]
+    pub intervals: Intervals,
+    /// Include kernel threads in the top lists (SIGRTMIN+1 toggles).
+    #[arg(long)]
+    pub kthreads: bool,
+    /// Warning thresholds, e.g. cpu=70,mem=80,temp=80 (these are the defaults).
+    #[arg(long, value_parser = parse_levels, default_value = "")]
+    pub warn: LevelSpec,
+    /// Critical thresholds, e.g. cpu=90,mem=95,temp=95 (these are the defaults).
+    #[arg(long, value_parser = parse_levels, default_value = "")]
+    pub crit: LevelSpec,
+    /// Measure and show kernstat's own cost (process CPU + its BPF programs' run time).
+    #[arg(long)]
+    pub self_cost: bool,
+    /// Take N samples as fast as the hot path allows (1 ms apart), print timing and
+    /// allocation statistics, and exit.
+    #[arg(long, value_name = "N")]
+    pub bench: Option<u32>,
+    /// Do not share one sampler between identical bars (see README).
+    #[arg(long)]
+    pub no_lock: bool,
+    /// Sources.
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+impl BarArgs {
+    /// The thresholds, defaults overridden by --warn and --crit.
+    pub fn thresholds(&self) -> Thresholds {
+        let d = Thresholds::default();
+        let pick = |base: Threshold, w: Option<f64>, c: Option<f64>| Threshold {
+            warning: w.unwrap_or(base.warning),
+            critical: c.unwrap_or(base.critical),
+        };
+        Thresholds {
+            cpu: pick(d.cpu, self.warn.cpu, self.crit.cpu),
+            mem: pick(d.mem, self.warn.mem, self.crit.mem),
+            temp: pick(d.temp, self.warn.temp, self.crit.temp),
+        }
+    }
+}
+
+/// `kernstat snapshot`.
+#[derive(Clone, Debug, Args)]
+pub struct SnapshotArgs {
+    /// Print JSON (every metric and every process).
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds between the two readings that rates are computed over.
+    #[arg(long, default_value = "1", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Include kernel threads in the top lists.
+    #[arg(long)]
+    pub kthreads: bool,
+    /// Sources.
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn levels() {
+        let l = parse_levels("cpu=50, temp=70").unwrap();
+        assert_eq!(l.cpu, Some(50.0));
+        assert_eq!(l.temp, Some(70.0));
+        assert_eq!(l.mem, None);
+        assert!(parse_levels("disk=3").is_err());
+        assert!(parse_levels("cpu").is_err());
+        assert!(parse_levels("cpu=x").is_err());
+    }
+}

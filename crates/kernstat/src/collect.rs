@@ -1,0 +1,114 @@
+//! One collector for every command that samples the machine: the BPF sampler when it can
+//! be loaded, procfs otherwise (or with `--no-bpf`), plus the machine-wide procfs files
+//! and the sysfs hardware readers. It fills a `RawSample` in place, without allocating
+//! once its buffers have grown.
+
+use std::io;
+
+use kernstat_bpf::{LoadError, Sampler};
+use kernstat_model::{RawSample, Source};
+use kernstat_sources::{
+    monotonic_ns, HardwareReader, ProcfsTasks, Roots, SystemReader, TempSource,
+};
+
+/// How to collect.
+#[derive(Clone, Debug, Default)]
+pub struct CollectOptions {
+    /// Never try BPF.
+    pub no_bpf: bool,
+    /// Which sensor is the CPU temperature.
+    pub temp: TempSource,
+    /// Where /proc and /sys are.
+    pub roots: Roots,
+}
+
+enum Tasks {
+    Bpf(Box<Sampler>),
+    Procfs(ProcfsTasks),
+}
+
+/// Fills raw samples.
+pub struct Collector {
+    tasks: Tasks,
+    system: SystemReader,
+    hardware: HardwareReader,
+    /// Why BPF is not used, if it is not.
+    pub fallback_reason: Option<String>,
+}
+
+impl Collector {
+    /// Opens every source. BPF failures are not errors: the collector falls back to procfs
+    /// and says why in `fallback_reason`. Missing /proc files are errors.
+    pub fn open(opts: &CollectOptions) -> io::Result<Self> {
+        let system = SystemReader::open(&opts.roots)?;
+        let hardware = HardwareReader::discover(&opts.roots, &opts.temp);
+        let (tasks, fallback_reason) = if opts.no_bpf {
+            (
+                Tasks::Procfs(ProcfsTasks::open(&opts.roots)?),
+                Some("--no-bpf".to_string()),
+            )
+        } else {
+            match Sampler::load() {
+                Ok(s) => (Tasks::Bpf(Box::new(s)), None),
+                Err(e) => (
+                    Tasks::Procfs(ProcfsTasks::open(&opts.roots)?),
+                    Some(describe(&e)),
+                ),
+            }
+        };
+        Ok(Collector {
+            tasks,
+            system,
+            hardware,
+            fallback_reason,
+        })
+    }
+
+    /// Which mechanism reads the tasks.
+    pub fn source(&self) -> Source {
+        match self.tasks {
+            Tasks::Bpf(_) => Source::Bpf,
+            Tasks::Procfs(_) => Source::Procfs,
+        }
+    }
+
+    /// The BPF sampler, when used.
+    pub fn sampler(&self) -> Option<&Sampler> {
+        match &self.tasks {
+            Tasks::Bpf(s) => Some(s),
+            Tasks::Procfs(_) => None,
+        }
+    }
+
+    /// Takes one sample into `out`.
+    pub fn sample(&mut self, out: &mut RawSample) -> io::Result<()> {
+        let totals = self.system.read(&mut out.sys)?;
+        self.hardware.read(&mut out.sys.hw);
+        match &mut self.tasks {
+            Tasks::Bpf(s) => {
+                let walk = s.sample(&mut out.tasks).map_err(io::Error::other)?;
+                out.source = Source::Bpf;
+                out.sys.busy_ns = walk.busy_ns;
+                out.sys.taken_ns = walk.ktime_ns;
+            }
+            Tasks::Procfs(p) => {
+                p.read(&mut out.tasks)?;
+                out.source = Source::Procfs;
+                out.tasks.running = totals.running;
+                out.tasks.blocked = totals.blocked;
+                // /proc/PID/* cannot see tasks that exited between samples, so machine
+                // busy time comes from /proc/stat's busy fields here.
+                out.sys.busy_ns = totals.busy_ns;
+                out.sys.taken_ns = monotonic_ns();
+            }
+        }
+        Ok(())
+    }
+}
+
+fn describe(e: &LoadError) -> String {
+    match e {
+        LoadError::Failed { what, source, .. } => format!("{what}: {source}"),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,48 @@
+//! kernstat: a Linux observer that costs almost nothing.
+//!
+//! This binary parses the command line and dispatches; each command is a module. Errors
+//! reach the user as one line on stderr and a non-zero status; a closed stdout is not an
+//! error (status 0).
+
+mod alloc;
+mod bar;
+mod cli;
+mod collect;
+mod instance;
+mod privileges;
+mod selfcost;
+mod signals;
+mod snapshot;
+mod stdout;
+
+use clap::Parser;
+
+#[global_allocator]
+static GLOBAL: alloc::CountingAlloc = alloc::CountingAlloc;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let result = match &cli.command {
+        cli::Command::Bar(a) => bar::run(a),
+        cli::Command::Snapshot(a) => snapshot::run(a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                std::process::exit(0);
+            }
+            eprintln!("kernstat: {e:#}");
+            let usage = e.chain().any(|c| c.is::<kernstat_render::TemplateError>());
+            std::process::exit(if usage { 2 } else { 1 });
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .map(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            .unwrap_or(false)
+    })
+}

@@ -1,0 +1,72 @@
+//! Signals for long-running commands, without handlers: the signals are blocked and
+//! collected with sigtimedwait(2), which doubles as the sleep between ticks. A signal
+//! therefore wakes the loop at once, and nothing runs in signal context.
+//!
+//! SIGINT, SIGTERM and SIGHUP stop the loop; SIGRTMIN and SIGRTMIN+1 are the bar's
+//! controls (cycle the interval, toggle kernel threads).
+
+use std::time::Duration;
+
+/// What woke the loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// The timeout passed.
+    Timeout,
+    /// Stop: SIGINT, SIGTERM or SIGHUP.
+    Stop,
+    /// SIGRTMIN.
+    RtMin,
+    /// SIGRTMIN+1.
+    RtMin1,
+}
+
+/// The set of signals the loop waits for.
+pub struct Signals {
+    set: libc::sigset_t,
+}
+
+impl Signals {
+    /// Blocks the stop and control signals for this thread (call before spawning any
+    /// thread, so that they inherit the mask).
+    pub fn block() -> Self {
+        // SAFETY: sigset operations on a local set; sigprocmask on the calling thread.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for s in [
+                libc::SIGINT,
+                libc::SIGTERM,
+                libc::SIGHUP,
+                libc::SIGRTMIN(),
+                libc::SIGRTMIN() + 1,
+            ] {
+                libc::sigaddset(&mut set, s);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            Signals { set }
+        }
+    }
+
+    /// Sleeps up to `timeout`, returning early when one of our signals arrives.
+    pub fn wait(&self, timeout: Duration) -> Wake {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: the set and timespec are valid; info may be null.
+        let sig = unsafe { libc::sigtimedwait(&self.set, std::ptr::null_mut(), &ts) };
+        match sig {
+            s if s == libc::SIGRTMIN() => Wake::RtMin,
+            s if s == libc::SIGRTMIN() + 1 => Wake::RtMin1,
+            libc::SIGINT | libc::SIGTERM | libc::SIGHUP => Wake::Stop,
+            // EAGAIN (timeout) or EINTR (another signal): treat both as a timeout tick;
+            // the caller re-computes how long is left.
+            _ => Wake::Timeout,
+        }
+    }
+
+    /// Returns a pending stop signal without waiting.
+    pub fn poll(&self) -> Wake {
+        self.wait(Duration::ZERO)
+    }
+}

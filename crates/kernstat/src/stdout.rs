@@ -1,0 +1,39 @@
+//! Writing ticks to stdout with write(2) directly: no line buffering between us and the
+//! bar, no allocation, and a closed pipe (the bar exited) is an answer, not an error.
+
+use rustix::io::Errno;
+
+/// What happened to a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Everything was written.
+    Written,
+    /// The reader is gone (EPIPE, or another error that means nobody is listening).
+    Closed,
+}
+
+/// Standard output.
+pub struct Stdout {
+    _private: (),
+}
+
+impl Stdout {
+    /// Standard output (fd 1).
+    pub fn new() -> Self {
+        Stdout { _private: () }
+    }
+
+    /// Writes all of `buf`, retrying short writes and EINTR.
+    pub fn write(&mut self, mut buf: &[u8]) -> WriteOutcome {
+        let fd = rustix::stdio::stdout();
+        while !buf.is_empty() {
+            match rustix::io::write(fd, buf) {
+                Ok(0) => return WriteOutcome::Closed,
+                Ok(n) => buf = &buf[n..],
+                Err(Errno::INTR) | Err(Errno::AGAIN) => continue,
+                Err(_) => return WriteOutcome::Closed,
+            }
+        }
+        WriteOutcome::Written
+    }
+}
