@@ -113,7 +113,8 @@ pub fn claim(dir: &Path, key: &str) -> io::Result<Role> {
             }))
         }
         Err(rustix::io::Errno::WOULDBLOCK) => {
-            let inotify = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)?;
+            let inotify =
+                inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)?;
             inotify::add_watch(
                 &inotify,
                 dir,
