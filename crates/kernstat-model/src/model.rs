@@ -213,6 +213,8 @@ pub struct Model {
     pub blocked: Top<TOP_N>,
     /// Some zombie processes.
     pub zombies: Top<TOP_N>,
+    /// Whether kernel threads are in the top lists.
+    pub include_kthreads: bool,
     /// The alert level.
     pub level: Level,
     /// Which metric set the level: "cpu", "mem", "temp", or "ok".
@@ -244,6 +246,7 @@ impl Model {
         let dt = dt_ns as f64 / 1e9;
         let ncpus = cur.sys.ncpus.max(1);
         self.source = cur.source;
+        self.include_kthreads = opts.include_kthreads;
         self.interval_s = dt;
         self.ncpus = ncpus;
         let busy = cur.sys.busy_ns.saturating_sub(prev.sys.busy_ns);

@@ -178,6 +178,8 @@ pub fn workload_bin() -> std::path::PathBuf {
 #[derive(Debug)]
 pub struct Workload {
     child: Child,
+    /// The pid some modes print after "ready" (a zombie, a vfork child).
+    pub extra_pid: Option<u32>,
 }
 
 impl Workload {
@@ -195,12 +197,14 @@ impl Workload {
         std::io::BufReader::new(out)
             .read_line(&mut line)
             .expect("read ready line");
+        let mut words = line.split_whitespace();
         assert_eq!(
-            line.trim(),
-            "ready",
+            words.next(),
+            Some("ready"),
             "ks-workload {args:?} did not get ready"
         );
-        Workload { child }
+        let extra_pid = words.next().and_then(|w| w.parse().ok());
+        Workload { child, extra_pid }
     }
 
     /// Its pid.
@@ -211,6 +215,10 @@ impl Workload {
 
 impl Drop for Workload {
     fn drop(&mut self) {
+        if let Some(p) = self.extra_pid {
+            // SAFETY: kill with a valid signal; the pid may be gone already.
+            unsafe { libc::kill(p as i32, libc::SIGKILL) };
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -266,4 +274,93 @@ pub fn proc_stat_busy_ns() -> u64 {
 pub fn ncpus() -> u64 {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) as u64 }
+}
+
+/// A child process whose stdout is read line by line, killed after `deadline` if it is
+/// still running (so a hung command fails its test instead of hanging it).
+#[derive(Debug)]
+pub struct Lines {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Lines {
+    /// Starts `program args...` with stdout piped.
+    pub fn spawn(program: &std::path::Path, args: &[&str], deadline: Duration) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let pid = child.id();
+        std::thread::spawn(move || {
+            std::thread::sleep(deadline);
+            // SAFETY: kill with a valid signal; the pid may already be gone (ESRCH).
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        });
+        Lines { child, lines: rx }
+    }
+
+    /// The next line, or None when the output ended (or 20 s passed).
+    pub fn next_line(&mut self) -> Option<String> {
+        self.lines.recv_timeout(Duration::from_secs(20)).ok()
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill with a valid signal number.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// Closes our end of its stdout and waits for it to exit; returns its exit code.
+    pub fn close_and_wait(mut self) -> Option<i32> {
+        drop(std::mem::replace(
+            &mut self.lines,
+            std::sync::mpsc::channel().1,
+        ));
+        self.child.wait().ok().and_then(|s| s.code())
+    }
+
+    /// Waits for it to exit; returns its exit code.
+    pub fn wait(mut self) -> Option<i32> {
+        self.child.wait().ok().and_then(|s| s.code())
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// /proc/PID/schedstat's first field: the task's CPU time in ns (exact).
+pub fn proc_schedstat_ns(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// The /proc state letter of a process.
+pub fn proc_state(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s[s.rfind(')')? + 2..].chars().next()
 }

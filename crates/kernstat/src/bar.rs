@@ -86,8 +86,9 @@ pub(crate) fn open_collector(src: &crate::cli::SourceArgs) -> anyhow::Result<Col
 /// Runs `kernstat bar`; returns the exit status.
 pub fn run(args: &BarArgs) -> anyhow::Result<i32> {
     if args.fields {
+        let mut out = io::stdout().lock();
         for (name, _, what) in FIELDS {
-            println!("{{{name}}}\t{what}");
+            writeln!(out, "{{{name}}}\t{what}")?;
         }
         return Ok(0);
     }

@@ -1,6 +1,8 @@
 //! `kernstat snapshot`: two readings INTERVAL apart, one full model, printed once as JSON
 //! (every metric and every process) or as the bar's tooltip text.
 
+use std::io::Write;
+
 use anyhow::Context;
 use kernstat_model::{Model, ModelOptions, RawSample};
 use kernstat_render::tooltip::{write_tooltip, TooltipExtras};
@@ -31,7 +33,9 @@ pub fn run(args: &SnapshotArgs) -> anyhow::Result<i32> {
             sample_us,
             self_cost_percent: None,
         };
-        println!("{}", serde_json::to_string(&view)?);
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer(&mut out, &view)?;
+        writeln!(out)?;
     } else {
         let mut s = String::new();
         write_tooltip(
@@ -43,7 +47,7 @@ pub fn run(args: &SnapshotArgs) -> anyhow::Result<i32> {
                 markup: false,
             },
         )?;
-        println!("{s}");
+        writeln!(std::io::stdout().lock(), "{s}")?;
     }
     Ok(0)
 }

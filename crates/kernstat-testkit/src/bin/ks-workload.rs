@@ -9,12 +9,22 @@
 //!   ks-workload write BYTES PATH     write BYTES to PATH in 64 KiB writes, fsync
 //!   ks-workload alloc MIB            allocate and touch MIB MiB
 //!   ks-workload idle N               N idle child processes (killed with us)
+//!   ks-workload zombie               a child that exits and is never reaped ("ready PID")
+//!   ks-workload dstate               block in uninterruptible sleep (D): a vfork-style
+//!                                    clone whose child never execs ("ready CHILD_PID";
+//!                                    kill the child to release us)
 use std::io::Write;
 use std::time::Duration;
 
 fn ready_and_wait() -> ! {
-    println!("ready");
-    std::io::stdout().flush().ok();
+    wait_after("ready")
+}
+
+fn wait_after(line: &str) -> ! {
+    // The reader may be gone (tests read one line and close): not an error.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
@@ -92,9 +102,72 @@ fn main() {
             std::hint::black_box(&procs);
             ready_and_wait();
         }
+        Some("zombie") => {
+            // SAFETY: the child only calls _exit.
+            let pid = unsafe { libc::fork() };
+            match pid {
+                0 => unsafe { libc::_exit(0) },
+                p if p > 0 => {
+                    // Give it time to exit; never wait for it.
+                    std::thread::sleep(Duration::from_millis(100));
+                    wait_after(&format!("ready {p}"));
+                }
+                _ => panic!("fork failed"),
+            }
+        }
+        Some("dstate") => dstate(),
         _ => {
             eprintln!("usage: ks-workload burn|write|alloc|idle ... (see the source header)");
             std::process::exit(2);
         }
     }
+}
+
+extern "C" fn vfork_child(_: *mut libc::c_void) -> libc::c_int {
+    // Runs on its own stack, sharing our memory. Only async-signal-safe calls: the
+    // parent is blocked until this child exits or execs, which it never does.
+    let mut buf = [0u8; 32];
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let mut n = 0;
+    let mut digits = [0u8; 12];
+    let mut v = pid as u32;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf[..6].copy_from_slice(b"ready ");
+    for i in 0..n {
+        buf[6 + i] = digits[n - 1 - i];
+    }
+    buf[6 + n] = b'\n';
+    // SAFETY: write and pause are async-signal-safe.
+    unsafe {
+        libc::write(1, buf.as_ptr().cast(), 7 + n);
+        loop {
+            libc::pause();
+        }
+    }
+}
+
+fn dstate() -> ! {
+    let mut stack = vec![0u8; 64 * 1024];
+    // SAFETY: the stack is ours and outlives the child (we are blocked until it is gone).
+    let top = unsafe { stack.as_mut_ptr().add(stack.len()) };
+    let pid = unsafe {
+        libc::clone(
+            vfork_child,
+            top.cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            std::ptr::null_mut(),
+        )
+    };
+    assert!(pid > 0, "clone failed");
+    // Only reached after the child is killed.
+    std::hint::black_box(&stack);
+    ready_and_wait();
 }

@@ -1,0 +1,516 @@
+//! `kernstat bar` and `kernstat snapshot` as a user runs them: the output protocols,
+//! signals, a closed stdout, bad input, zero allocations, and the numbers against /proc
+//! and workloads with known answers. BPF tests run as root (CI=true: must run).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use kernstat_testkit::{
+    bpf_gate, ncpus, proc_stat_busy_ns, proc_state, tool_gate, Lines, Workload,
+};
+use serde_json::Value;
+
+fn kernstat() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kernstat"))
+}
+
+fn json(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+}
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(kernstat())
+        .args(args)
+        .output()
+        .expect("run kernstat");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn snapshot(extra: &[&str]) -> Value {
+    let mut args = vec!["snapshot", "--json"];
+    args.extend_from_slice(extra);
+    let (code, out, err) = run(&args);
+    assert_eq!(code, Some(0), "snapshot failed: {err}");
+    json(&out)
+}
+
+/// Both sources when root (BPF must work under CI); procfs alone otherwise.
+fn sources() -> Vec<&'static [&'static str]> {
+    if bpf_gate() {
+        vec![&[], &["--no-bpf"]]
+    } else {
+        vec![&["--no-bpf"]]
+    }
+}
+
+#[test]
+fn waybar_lines_have_every_field() {
+    for src in sources() {
+        let mut args = vec!["bar", "--interval", "0.2", "--no-lock"];
+        args.extend_from_slice(src);
+        let mut bar = Lines::spawn(kernstat(), &args, Duration::from_secs(30));
+        for _ in 0..3 {
+            let line = bar.next_line().expect("a line per tick");
+            let v = json(&line);
+            let text = v["text"].as_str().unwrap();
+            // Default template "{cpu}% {mem_used}".
+            let (cpu, mem) = text.split_once("% ").expect("cpu% mem");
+            assert!(cpu.parse::<u32>().unwrap() <= 100, "{text}");
+            assert!(mem.ends_with(['B', 'K', 'M', 'G', 'T']), "{text}");
+            assert!(["normal", "warning", "critical"].contains(&v["class"].as_str().unwrap()));
+            assert!(v["percentage"].as_u64().unwrap() <= 100);
+            assert!(v["alt"].is_string());
+            let tip = v["tooltip"].as_str().unwrap();
+            for section in ["Load ", "CPU ", "Memory ", "sample "] {
+                assert!(tip.contains(section), "tooltip lacks {section:?}: {tip}");
+            }
+            let source = if src.is_empty() { "(bpf)" } else { "(procfs)" };
+            assert!(tip.contains(source), "{tip}");
+        }
+    }
+}
+
+#[test]
+fn i3bar_speaks_the_protocol() {
+    let mut bar = Lines::spawn(
+        kernstat(),
+        &[
+            "bar",
+            "--format",
+            "i3bar",
+            "--interval",
+            "0.2",
+            "--no-lock",
+            "--no-bpf",
+        ],
+        Duration::from_secs(30),
+    );
+    let header = json(&bar.next_line().unwrap());
+    assert_eq!(header["version"], 1);
+    assert_eq!(bar.next_line().as_deref(), Some("["));
+    let first = json(&bar.next_line().unwrap());
+    assert_eq!(first[0]["name"], "kernstat");
+    assert!(first[0]["full_text"].as_str().unwrap().contains('%'));
+    let second = bar.next_line().unwrap();
+    assert!(
+        second.starts_with(','),
+        "later arrays are comma separated: {second}"
+    );
+    json(&second[1..]);
+}
+
+#[test]
+fn text_format_and_template_fields() {
+    let mut bar = Lines::spawn(
+        kernstat(),
+        &[
+            "bar",
+            "--format",
+            "text",
+            "--interval",
+            "0.2",
+            "--no-lock",
+            "--no-bpf",
+            "--text",
+            "cores={cores} load={load1} procs={procs} bat=[{battery}]",
+        ],
+        Duration::from_secs(30),
+    );
+    let line = bar.next_line().unwrap();
+    let glyphs = line
+        .strip_prefix("cores=")
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    assert_eq!(glyphs.chars().count() as u64, ncpus(), "{line}");
+    assert!(
+        line.contains("bat=[]"),
+        "no battery here: left out, not an error: {line}"
+    );
+    let procs: usize = line
+        .split("procs=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let real = kernstat_testkit::proc_count();
+    assert!(procs.abs_diff(real) <= 10, "{procs} vs {real} in /proc");
+}
+
+#[test]
+fn signals_cycle_interval_toggle_kthreads_and_stop() {
+    let mut bar = Lines::spawn(
+        kernstat(),
+        &[
+            "bar",
+            "--json",
+            "--interval",
+            "0.2",
+            "--intervals",
+            "0.2,0.7",
+            "--no-lock",
+            "--no-bpf",
+        ],
+        Duration::from_secs(30),
+    );
+    let first = json(&bar.next_line().unwrap());
+    assert_eq!(first["include_kthreads"], false);
+    bar.signal(libc::SIGRTMIN() + 1);
+    let toggled = json(&bar.next_line().unwrap());
+    assert_eq!(toggled["include_kthreads"], true);
+    bar.signal(libc::SIGRTMIN());
+    // The tick right after the signal comes early; the one after it uses 0.7 s.
+    bar.next_line().unwrap();
+    let slow = json(&bar.next_line().unwrap());
+    let dt = slow["interval_s"].as_f64().unwrap();
+    assert!((0.6..1.2).contains(&dt), "interval after SIGRTMIN: {dt}");
+    bar.signal(libc::SIGTERM);
+    assert_eq!(bar.wait(), Some(0), "SIGTERM is a clean exit");
+}
+
+#[test]
+fn a_closed_stdout_is_a_clean_exit() {
+    let mut bar = Lines::spawn(
+        kernstat(),
+        &["bar", "--interval", "0.1", "--no-lock", "--no-bpf"],
+        Duration::from_secs(30),
+    );
+    bar.next_line().unwrap();
+    assert_eq!(bar.close_and_wait(), Some(0));
+}
+
+#[test]
+fn bad_input_gets_one_clear_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["bar", "--frobnicate"], "--frobnicate"),
+        (&["bar", "--text", "{cpux}"], "unknown field {cpux}"),
+        (&["bar", "--text", "{cpu"], "unclosed"),
+        (&["bar", "--interval", "fast"], "not a duration"),
+        (&["bar", "--interval", "0"], "between 10ms and 24h"),
+        (&["bar", "--temp", "gpu"], "unknown temperature source"),
+        (&["bar", "--warn", "disk=3"], "unknown metric"),
+        (&["snapshot", "--interval=-1"], "between 10ms and 24h"),
+        (&["frobnicate"], "unrecognized subcommand"),
+    ];
+    for (args, needle) in cases {
+        let (code, out, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: status {code:?}, stderr {err}");
+        assert!(out.is_empty(), "{args:?} printed to stdout: {out}");
+        assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
+    }
+}
+
+#[test]
+fn fields_lists_every_template_field() {
+    let (code, out, _) = run(&["bar", "--fields"]);
+    assert_eq!(code, Some(0));
+    for f in [
+        "{cpu}",
+        "{cores}",
+        "{mem_used}",
+        "{temp}",
+        "{gpu}",
+        "{battery}",
+        "{self_cost}",
+    ] {
+        assert!(out.contains(f), "{f} missing from --fields");
+    }
+}
+
+#[test]
+fn no_heap_allocations_per_sample_on_either_path() {
+    for src in sources() {
+        let mut args = vec!["bar", "--bench", "200", "--json"];
+        args.extend_from_slice(src);
+        let (code, out, err) = run(&args);
+        assert_eq!(code, Some(0), "{err}");
+        let v = json(&out);
+        for k in [
+            "n", "source", "tasks", "avg_us", "p50_us", "p95_us", "p99_us", "min_us", "max_us",
+        ] {
+            assert!(!v[k].is_null(), "bench report lacks {k}: {out}");
+        }
+        assert_eq!(v["n"], 200);
+        assert_eq!(v["source"], if src.is_empty() { "bpf" } else { "procfs" });
+        assert_eq!(v["allocs_per_sample"], 0.0, "{out}");
+    }
+}
+
+#[test]
+fn without_privileges_it_falls_back_and_says_so_once() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Already unprivileged: the plain command must fall back.
+        let (code, out, err) = run(&["snapshot", "--json", "--interval", "0.1"]);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(json(&out)["source"], "procfs");
+        assert_eq!(err.matches("BPF unavailable").count(), 1, "{err}");
+        return;
+    }
+    if !tool_gate("setpriv") {
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(kernstat())
+        .args(["snapshot", "--json", "--interval", "0.1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(v["source"], "procfs");
+    assert_eq!(err.matches("BPF unavailable").count(), 1, "{err}");
+    assert!(err.contains("root or CAP_BPF"), "{err}");
+}
+
+fn busy_percent_against_proc_stat(src: &[&str]) {
+    let mut load = Command::new("stress-ng")
+        .args(["--cpu", "1", "--timeout", "15"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut args = vec!["--interval", "2"];
+    args.extend_from_slice(src);
+    let before = proc_stat_busy_ns();
+    let t0 = std::time::Instant::now();
+    let v = snapshot(&args);
+    let wall = t0.elapsed().as_nanos() as f64 * ncpus() as f64;
+    let after = proc_stat_busy_ns();
+    let _ = load.kill();
+    let _ = load.wait();
+    let ours = v["cpu_percent"].as_f64().unwrap();
+    let theirs = (after - before) as f64 / wall * 100.0;
+    assert!(
+        (ours - theirs).abs() <= 3.0,
+        "{src:?}: ours {ours:.1}%, /proc/stat {theirs:.1}%"
+    );
+    // stress-ng itself appears at the top, near one full core.
+    let top = &v["top_cpu"][0];
+    assert_eq!(top["comm"], "stress-ng-cpu", "{}", v["top_cpu"]);
+    assert!(top["value"].as_f64().unwrap() > 80.0, "{}", v["top_cpu"]);
+}
+
+#[test]
+fn cpu_percent_matches_proc_stat_under_stress() {
+    if !tool_gate("stress-ng") {
+        return;
+    }
+    for src in sources() {
+        busy_percent_against_proc_stat(src);
+    }
+}
+
+#[test]
+fn a_core_pinned_load_shows_on_that_core() {
+    if !tool_gate("taskset") || !tool_gate("stress-ng") || ncpus() < 2 {
+        return;
+    }
+    let mut load = Command::new("taskset")
+        .args(["-c", "1", "stress-ng", "--cpu", "1", "--timeout", "15"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let v = snapshot(&["--interval", "1"]);
+    let _ = load.kill();
+    let _ = load.wait();
+    let cores = v["cores_percent"].as_array().unwrap();
+    assert!(cores[1].as_f64().unwrap() > 85.0, "core 1: {cores:?}");
+}
+
+#[test]
+fn blocked_and_zombie_processes_are_reported() {
+    let d = Workload::start(&["dstate"]);
+    let z = Workload::start(&["zombie"]);
+    let zombie = z.extra_pid.unwrap();
+    assert_eq!(
+        proc_state(d.pid()),
+        Some('D'),
+        "the workload is in D per /proc"
+    );
+    assert_eq!(
+        proc_state(zombie),
+        Some('Z'),
+        "its child is a zombie per /proc"
+    );
+    for src in sources() {
+        let mut args = vec!["--interval", "0.1"];
+        args.extend_from_slice(src);
+        let v = snapshot(&args);
+        let pids = |k: &str| -> Vec<u64> {
+            v[k].as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["pid"].as_u64().unwrap())
+                .collect()
+        };
+        assert!(
+            pids("blocked").contains(&(d.pid() as u64)),
+            "{src:?} {}",
+            v["blocked"]
+        );
+        assert!(
+            pids("zombies").contains(&(zombie as u64)),
+            "{src:?} {}",
+            v["zombies"]
+        );
+        assert!(v["blocked_procs"].as_u64().unwrap() >= 1);
+        assert!(v["zombie_procs"].as_u64().unwrap() >= 1);
+    }
+}
+
+#[test]
+fn snapshot_numbers_match_proc_for_a_known_process() {
+    if !bpf_gate() {
+        return;
+    }
+    let w = Workload::start(&["burn", "2", "300", "1", "200"]);
+    let v = snapshot(&["--interval", "0.2"]);
+    let p = v["procs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == w.pid())
+        .expect("workload listed");
+    let ours = p["cpu_ns"].as_u64().unwrap();
+    let theirs = kernstat_testkit::proc_cpu_ns(w.pid());
+    assert!(
+        ours.abs_diff(theirs) <= 20_000_000,
+        "cpu_ns {ours} vs /proc {theirs}"
+    );
+    assert!(ours >= 800_000_000, "2x300 + 200 ms burned: {ours}");
+    assert_eq!(p["state"], "S");
+    let rss = p["rss_bytes"].as_u64().unwrap();
+    let statm = kernstat_testkit::proc_rss_bytes(w.pid());
+    assert!(
+        rss.abs_diff(statm) <= 3 * 32 * ncpus() * 4096,
+        "rss {rss} vs statm {statm}"
+    );
+}
+
+#[test]
+fn self_cost_is_reported_and_matches_schedstat() {
+    if !bpf_gate() {
+        return;
+    }
+    let mut bar = Lines::spawn(
+        kernstat(),
+        &[
+            "bar",
+            "--json",
+            "--self-cost",
+            "--interval",
+            "0.5",
+            "--no-lock",
+        ],
+        Duration::from_secs(30),
+    );
+    let first = json(&bar.next_line().unwrap());
+    assert!(first.get("self_cost_percent").is_some());
+    // From here, compare each tick's figure with the process's schedstat (exact ns).
+    let mut prev = (
+        std::time::Instant::now(),
+        kernstat_testkit::proc_schedstat_ns(bar.pid()),
+    );
+    let mut ours = 0.0;
+    let mut theirs = 0.0;
+    for _ in 0..4 {
+        let v = json(&bar.next_line().unwrap());
+        let now = (
+            std::time::Instant::now(),
+            kernstat_testkit::proc_schedstat_ns(bar.pid()),
+        );
+        ours += v["self_cost_percent"].as_f64().unwrap();
+        theirs += (now.1 - prev.1) as f64 / (now.0 - prev.0).as_nanos() as f64 * 100.0;
+        prev = now;
+    }
+    // Ours also counts the exit/free hooks (other tasks' context): never less, by more
+    // than the noise of when we read schedstat.
+    assert!(
+        ours >= theirs * 0.5,
+        "self-cost {ours:.4}% vs schedstat {theirs:.4}%"
+    );
+    assert!(
+        ours <= theirs * 2.0 + 0.2,
+        "self-cost {ours:.4}% vs schedstat {theirs:.4}%"
+    );
+}
+
+#[test]
+fn two_identical_bars_share_one_sampler() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = ("XDG_RUNTIME_DIR", dir.path());
+    let spawn = || {
+        let mut c = Command::new(kernstat());
+        c.args([
+            "bar",
+            "--format",
+            "text",
+            "--text",
+            "{procs}",
+            "--interval",
+            "0.2",
+            "--no-bpf",
+        ])
+        .env(env.0, env.1)
+        .stdout(std::process::Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let mut a = spawn();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut b = spawn();
+    use std::io::BufRead;
+    let mut rb = std::io::BufReader::new(b.stdout.take().unwrap());
+    let mut line = String::new();
+    rb.read_line(&mut line).unwrap();
+    assert!(
+        line.trim().parse::<u32>().is_ok(),
+        "follower prints the leader's lines: {line:?}"
+    );
+    // Only the leader reads /proc: the follower has no /proc/stat open.
+    let fds = |pid: u32| -> Vec<String> {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .map(|p| p.display().to_string())
+            .collect()
+    };
+    assert!(
+        fds(a.id()).iter().any(|f| f == "/proc/stat"),
+        "{:?}",
+        fds(a.id())
+    );
+    assert!(
+        !fds(b.id()).iter().any(|f| f == "/proc/stat"),
+        "{:?}",
+        fds(b.id())
+    );
+    // The leader goes; the follower takes over and keeps printing.
+    let _ = a.kill();
+    let _ = a.wait();
+    for _ in 0..3 {
+        line.clear();
+        rb.read_line(&mut line).unwrap();
+        assert!(line.trim().parse::<u32>().is_ok(), "{line:?}");
+    }
+    let _ = b.kill();
+    let _ = b.wait();
+}
