@@ -514,3 +514,35 @@ fn two_identical_bars_share_one_sampler() {
     let _ = b.kill();
     let _ = b.wait();
 }
+
+#[test]
+fn capabilities_are_dropped_once_bpf_is_loaded() {
+    if !bpf_gate() {
+        return;
+    }
+    let mut bar = Lines::spawn(
+        kernstat(),
+        &["bar", "--json", "--interval", "0.2", "--no-lock"],
+        Duration::from_secs(30),
+    );
+    json(&bar.next_line().unwrap());
+    let status = std::fs::read_to_string(format!("/proc/{}/status", bar.pid())).unwrap();
+    let field = |k: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    // Everything but possibly CAP_BPF (bit 39, kept only on kernels that need it).
+    let eff = u64::from_str_radix(&field("CapEff:"), 16).unwrap();
+    let prm = u64::from_str_radix(&field("CapPrm:"), 16).unwrap();
+    assert_eq!(eff & !(1 << 39), 0, "CapEff {eff:x}");
+    assert_eq!(prm & !(1 << 39), 0, "CapPrm {prm:x}");
+    assert_eq!(field("NoNewPrivs:"), "1");
+    // And it keeps sampling with BPF.
+    for _ in 0..2 {
+        assert_eq!(json(&bar.next_line().unwrap())["source"], "bpf");
+    }
+}

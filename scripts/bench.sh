@@ -1,0 +1,126 @@
+#!/bin/bash
+# bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
+# otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
+# Sections: sample firstline rss cost switch pipe (default: all). Timings are medians of
+# many runs; nothing is pinned unless said.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+K=./target/release/kernstat
+W=./target/release/ks-workload
+FL=./target/release/ks-first-line
+cargo build --release -q -p kernstat -p kernstat-testkit
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# Idle processes so that the machine has about $1 tasks, in their own session so that
+# stop_fleet can end them all; prints the session id once every process is running.
+fleet() {
+  local want=$1 have fifo
+  have=$(ls -d /proc/[0-9]* 2>/dev/null | wc -l)
+  (( want > have )) || { echo ""; return; }
+  fifo=$(mktemp -u); mkfifo "$fifo"
+  setsid $W idle $((want - have - 1)) >"$fifo" &
+  local p=$!
+  read -r _ <"$fifo"
+  rm -f "$fifo"
+  echo $p
+}
+stop_fleet() {
+  [ -n "${1:-}" ] || return 0
+  kill -- -"$1" 2>/dev/null || true
+  while [ "$(ls -d /proc/[0-9]* 2>/dev/null | wc -l)" -gt 1000 ]; do sleep 0.2; done
+}
+
+section_sample() {
+  echo "== one bar sample (--bench 1000): BPF and procfs paths"
+  for tasks in now 300 10000; do
+    local f=""
+    [ "$tasks" != now ] && f=$(fleet "$tasks")
+    $K bar --bench 1000 --json
+    $K bar --bench 1000 --json --no-bpf
+    stop_fleet "$f"
+  done
+}
+
+section_firstline() {
+  echo "== time from start to the first line (median of 21, microseconds)"
+  echo -n "bpf: "; for _ in $(seq 21); do $FL $K bar --no-lock; done | median
+  echo -n "procfs: "; for _ in $(seq 21); do $FL $K bar --no-lock --no-bpf; done | median
+}
+
+section_rss() {
+  echo "== resident memory after 60 s of 'kernstat bar' at 2 s (VmRSS)"
+  $K bar --no-lock >/dev/null &
+  local p=$!
+  sleep 60
+  grep VmRSS /proc/$p/status
+  kill $p; wait $p 2>/dev/null || true
+}
+
+# Observer cost over $1 seconds: kernstat's own --self-cost figure, and independently
+# /proc/PID/schedstat plus the kernel's BPF run time of the sampler's hooks (bpftool).
+observe() {
+  local secs=$1 p out
+  out=$(mktemp)
+  sysctl -qw kernel.bpf_stats_enabled=1
+  $K bar --no-lock --json --self-cost --interval 2 >"$out" &
+  p=$!
+  sleep 1
+  local s0 b0 t0
+  s0=$(cut -d' ' -f1 /proc/$p/schedstat)
+  b0=$(hook_ns)
+  t0=$(date +%s%N)
+  sleep "$secs"
+  local s1 b1 t1
+  s1=$(cut -d' ' -f1 /proc/$p/schedstat)
+  b1=$(hook_ns)
+  t1=$(date +%s%N)
+  kill $p; wait $p 2>/dev/null || true
+  sysctl -qw kernel.bpf_stats_enabled=0
+  awk -v s=$((s1 - s0)) -v b=$((b1 - b0)) -v t=$((t1 - t0)) 'BEGIN {
+    printf "independent: process %.4f%% + hooks %.4f%% = %.4f%% of one core\n", s/t*100, b/t*100, (s+b)/t*100 }'
+  echo -n "self-reported (median of ticks): "
+  grep -o '"self_cost_percent":[0-9.e-]*' "$out" | cut -d: -f2 | tail -n +2 | median
+  rm -f "$out"
+}
+
+hook_ns() {
+  bpftool prog show -j 2>/dev/null | tr '}' '\n' |
+    grep -E '"name":"sample_(exit|free)"' | grep -o '"run_time_ns":[0-9]*' | cut -d: -f2 |
+    awk '{s+=$1} END {print s+0}'
+}
+
+section_cost() {
+  echo "== observer cost at a 2 s interval, idle machine (60 s)"
+  observe 60
+}
+
+section_switch() {
+  echo "== observer cost at a 2 s interval under stress-ng --switch 2 (60 s)"
+  stress-ng --switch 2 --timeout 70 >/dev/null 2>&1 &
+  local s=$!
+  sleep 2
+  observe 60
+  kill $s 2>/dev/null; wait $s 2>/dev/null || true
+}
+
+section_pipe() {
+  echo "== perf bench sched pipe, pinned to CPU 0, 7 alternating runs each (ops/s, median)"
+  local base=() with=()
+  for _ in $(seq 7); do
+    base+=("$(taskset -c 0 perf bench sched pipe -l 200000 2>/dev/null | awk '/ops\/sec/ {print $1}')")
+    $K bar --no-lock --interval 2 >/dev/null &
+    local p=$!
+    sleep 0.5
+    with+=("$(taskset -c 0 perf bench sched pipe -l 200000 2>/dev/null | awk '/ops\/sec/ {print $1}')")
+    kill $p; wait $p 2>/dev/null || true
+  done
+  local b w
+  b=$(printf '%s\n' "${base[@]}" | median)
+  w=$(printf '%s\n' "${with[@]}" | median)
+  echo "without kernstat: $b  with kernstat bar: $w  ratio: $(awk -v b="$b" -v w="$w" 'BEGIN {printf "%.3f", w/b}')"
+}
+
+sections=("$@")
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe)
+for s in "${sections[@]}"; do "section_$s"; done
