@@ -70,9 +70,11 @@ static __always_inline __u64 ks_mm_rss_pages(struct mm_struct *mm)
 	if (bpf_core_type_exists(struct mm_rss_stat___pre62)) {
 		struct mm_struct___pre62 *old = (void *)mm;
 
-		pages = old->rss_stat.count[MM_FILEPAGES].counter +
-			old->rss_stat.count[MM_ANONPAGES].counter +
-			old->rss_stat.count[MM_SHMEMPAGES].counter;
+		/* Probe reads here: the 6.1 verifier cannot walk a direct load through the
+		 * atomic_long_t typedef ("Type 'atomic_long_t' is not a struct"). */
+		pages = BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter) +
+			BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter) +
+			BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter);
 	} else {
 		pages = mm->rss_stat[MM_FILEPAGES].count + mm->rss_stat[MM_ANONPAGES].count +
 			mm->rss_stat[MM_SHMEMPAGES].count;

@@ -4,11 +4,12 @@
 #          builds libbpf from source), gcc and make.
 #   test:  build + the workloads and peers the tests compare against (stress-ng, taskset,
 #          setpriv), and the real Waybar under headless sway for the end-to-end test
-#          (sway, waybar, grim, tesseract, a font).
+#          (sway, waybar, grim, tesseract, a font), and qemu with busybox for booting
+#          Linux 6.1 (the CO-RE fallback test).
 # Only missing packages are installed; nothing happens when all are present.
 set -eu
 build="clang libelf-dev zlib1g-dev pkg-config gcc make"
-test="$build stress-ng util-linux sway waybar grim tesseract-ocr fonts-dejavu-core"
+test="$build stress-ng util-linux sway waybar grim tesseract-ocr fonts-dejavu-core qemu-system-x86 busybox-static cpio"
 case "${1:-build}" in
   build) want=$build ;;
   test) want=$test ;;
