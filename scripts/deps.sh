@@ -9,26 +9,38 @@
 # Only missing packages are installed; nothing happens when all are present.
 set -eu
 build="clang libelf-dev zlib1g-dev pkg-config gcc make"
-test="$build stress-ng util-linux sway waybar grim tesseract-ocr fonts-dejavu-core qemu-system-x86 busybox-static cpio"
+peers="stress-ng util-linux qemu-system-x86 busybox-static cpio"
+# The desktop pieces get their recommended packages too (icon theme, MIME data):
+# GTK programs started with a bare minimum tend to draw nothing and say little.
+desktop="sway waybar grim tesseract-ocr fonts-dejavu-core"
 case "${1:-build}" in
-  build) want=$build ;;
-  test) want=$test ;;
+  build) lean=$build; full="" ;;
+  test) lean="$build $peers"; full=$desktop ;;
   *) echo "usage: $0 build|test" >&2; exit 2 ;;
 esac
-missing=""
-for p in $want; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
+missing() {
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || printf ' %s' "$p"
+  done
+}
 if ! command -v cargo >/dev/null 2>&1; then
   echo "kernstat: cargo is missing; install Rust (https://rustup.rs) first" >&2
   exit 1
 fi
-[ -z "$missing" ] && exit 0
+# shellcheck disable=SC2086
+need_lean=$(missing $lean)
+# shellcheck disable=SC2086
+need_full=$(missing $full)
+[ -z "$need_lean$need_full" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
-  echo "kernstat: missing packages:$missing" >&2
-  echo "run as root, or: sudo apt-get install$missing" >&2
+  echo "kernstat: missing packages:$need_lean$need_full" >&2
+  echo "run as root, or: sudo apt-get install$need_lean$need_full" >&2
   exit 1
 fi
-echo "kernstat: installing$missing" >&2
+echo "kernstat: installing$need_lean$need_full" >&2
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+export DEBIAN_FRONTEND=noninteractive
+# shellcheck disable=SC2086
+[ -z "$need_lean" ] || apt-get install -y -qq --no-install-recommends $need_lean >/dev/null
+# shellcheck disable=SC2086
+[ -z "$need_full" ] || apt-get install -y -qq $need_full >/dev/null
