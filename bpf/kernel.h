@@ -49,7 +49,20 @@ struct percpu_counter {
 struct mm_struct {
 	struct percpu_counter rss_stat[4];
 	unsigned long total_vm;
-	unsigned long start_time;
+	unsigned long arg_start;
+	unsigned long arg_end;
+};
+
+struct kernfs_node {
+	__u64 id;
+};
+
+struct cgroup {
+	struct kernfs_node *kn;
+};
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
 };
 
 struct sched_entity {
@@ -92,6 +105,7 @@ struct task_struct {
 	unsigned int flags;
 	int prio;
 	int static_prio;
+	unsigned int policy;
 	struct sched_entity se;
 	struct mm_struct *mm;
 	int exit_state;
@@ -101,10 +115,12 @@ struct task_struct {
 	struct task_struct *group_leader;
 	struct list_head thread_node;
 	__u64 start_time;
+	__u64 start_boottime;
 	const struct cred *cred;
 	char comm[16];
 	struct signal_struct *signal;
 	struct task_io_accounting ioac;
+	struct css_set *cgroups;
 };
 
 struct seq_file;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe (default: all). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps (default: all). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -121,6 +121,25 @@ section_pipe() {
   echo "without kernstat: $b  with kernstat bar: $w  ratio: $(awk -v b="$b" -v w="$w" 'BEGIN {printf "%.3f", w/b}')"
 }
 
+section_ps() {
+  echo "== ps: iterator read vs procfs walk of the same fields, alternating (--bench 50)"
+  echo "== and whole processes: kernstat ps (pinned iterator) vs procps ps (hyperfine medians)"
+  $K ps --pin >/dev/null 2>&1
+  for tasks in 300 10000; do
+    local f
+    f=$(fleet "$tasks")
+    echo "-- $(ls -d /proc/[0-9]* 2>/dev/null | wc -l) processes"
+    $K ps --bench 50 --json
+    $K ps --bench 50 --json --fields pid,ppid,uid,comm,rss,time
+    hyperfine -N --warmup 5 -r 60 --export-json /tmp/kernstat-ps.json \
+      "$K ps --fields pid,ppid,uid,comm,rss,time" 'ps -eo pid,ppid,uid,comm,rss,time' >/dev/null 2>&1
+    awk -v RS='"median":' 'NR>1 {split($0, a, ","); m[NR-1]=a[1]} END {
+      printf "kernstat ps %.2f ms, procps ps %.2f ms, %.1fx\n", m[1]*1000, m[2]*1000, m[2]/m[1] }' /tmp/kernstat-ps.json
+    stop_fleet "$f"
+  done
+  $K ps --unpin >/dev/null 2>&1
+}
+
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps)
 for s in "${sections[@]}"; do "section_$s"; done

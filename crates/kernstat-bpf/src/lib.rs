@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod loader;
+pub mod ps;
 pub mod sampler;
 pub mod stats;
 
@@ -22,6 +23,9 @@ pub mod stats;
 mod skel {
     pub mod sampler {
         include!(concat!(env!("OUT_DIR"), "/sampler.skel.rs"));
+    }
+    pub mod ps {
+        include!(concat!(env!("OUT_DIR"), "/ps.skel.rs"));
     }
 }
 

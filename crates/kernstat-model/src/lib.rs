@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod model;
+pub mod ps;
 pub mod raw;
 pub mod text;
 pub mod top;

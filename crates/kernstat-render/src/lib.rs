@@ -5,6 +5,7 @@
 
 pub mod bar;
 pub mod human;
+pub mod table;
 pub mod template;
 pub mod tooltip;
 

@@ -8,12 +8,14 @@
 
 pub mod file;
 pub mod procs;
+pub mod ps_procfs;
 pub mod sysfs;
 pub mod system;
 
 use std::path::PathBuf;
 
 pub use procs::ProcfsTasks;
+pub use ps_procfs::{ProcfsPs, Want};
 pub use sysfs::{Discovered, HardwareReader, TempSource};
 pub use system::{StatTotals, SystemReader};
 

@@ -24,6 +24,8 @@ pub enum Command {
     Bar(BarArgs),
     /// One full sample of every metric (two readings INTERVAL apart, for rates).
     Snapshot(SnapshotArgs),
+    /// The process table, from one read of a BPF task iterator (procfs without BPF).
+    Ps(PsArgs),
 }
 
 /// Output formats of `bar`.
@@ -194,6 +196,66 @@ pub struct SnapshotArgs {
     /// Sources.
     #[command(flatten)]
     pub source: SourceArgs,
+}
+
+/// `kernstat ps`.
+#[derive(Clone, Debug, Args)]
+pub struct PsArgs {
+    /// Columns, comma separated (see --list-fields); the last one is cut to the terminal.
+    #[arg(long, value_name = "LIST")]
+    pub fields: Option<String>,
+    /// List the columns and exit.
+    #[arg(long = "list-fields")]
+    pub columns_help: bool,
+    /// Sort by this column; "-KEY" for descending (e.g. --sort -cpu).
+    #[arg(
+        long,
+        default_value = "pid",
+        allow_hyphen_values = true,
+        value_name = "KEY"
+    )]
+    pub sort: String,
+    /// Only processes of this user (name or uid).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Only these processes (comma separated pids).
+    #[arg(long, value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Only processes whose command name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub comm: Option<String>,
+    /// Only processes whose cgroup v2 path contains this text.
+    #[arg(long)]
+    pub cgroup: Option<String>,
+    /// Show the parent/child forest.
+    #[arg(long)]
+    pub tree: bool,
+    /// One row per thread instead of per process.
+    #[arg(long)]
+    pub threads: bool,
+    /// One JSON object per process (NDJSON), every column.
+    #[arg(long)]
+    pub json: bool,
+    /// CPU % over this interval (two reads) instead of over each process's life.
+    #[arg(long, value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// Read /proc only.
+    #[arg(long)]
+    pub no_bpf: bool,
+    /// As root: pin the iterator in bpffs (default /sys/fs/bpf/kernstat) so that any user
+    /// can read it; mounts bpffs if needed.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = kernstat_bpf::ps::DEFAULT_PIN_DIR)]
+    pub pin: Option<PathBuf>,
+    /// Remove a pin made with --pin.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = kernstat_bpf::ps::DEFAULT_PIN_DIR)]
+    pub unpin: Option<PathBuf>,
+    /// Where to look for a pinned iterator.
+    #[arg(long, value_name = "DIR", default_value = kernstat_bpf::ps::DEFAULT_PIN_DIR)]
+    pub pin_dir: PathBuf,
+    /// Time N reads of the iterator against N procfs walks of the same fields; print
+    /// {"n","tasks","bpf_p50_us","procfs_p50_us","ratio"} (with --json).
+    #[arg(long, value_name = "N")]
+    pub bench: Option<u32>,
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod cli;
 mod collect;
 mod instance;
 mod privileges;
+mod ps;
 mod selfcost;
 mod signals;
 mod snapshot;
@@ -25,6 +26,7 @@ fn main() {
     let result = match &cli.command {
         cli::Command::Bar(a) => bar::run(a),
         cli::Command::Snapshot(a) => snapshot::run(a),
+        cli::Command::Ps(a) => ps::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

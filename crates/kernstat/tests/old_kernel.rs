@@ -24,6 +24,13 @@ echo "SNAP $(cat /tmp/snap.json)"
 echo "ERR $(cat /tmp/err)"
 /bin/kernstat bar --bench 20 --json > /tmp/bench.json 2>&1
 echo "BENCH $(cat /tmp/bench.json)"
+/bin/kernstat ps --json --pid 1,$busy > /tmp/ps.json 2>/tmp/ps.err
+echo "PSRC $?"
+echo "PSERR $(cat /tmp/ps.err)"
+echo "PS1 $(head -1 /tmp/ps.json)"
+echo "PSBUSY $(tail -1 /tmp/ps.json)"
+/bin/kernstat ps --pin /sys/fs/bpf/ks 2>/dev/null; echo "PINRC $?"
+echo "PINNED $(cat /sys/fs/bpf/ks/ps_v1 | head -c 4)"
 kill $busy
 "#;
 
@@ -90,4 +97,29 @@ fn sampler_loads_and_agrees_with_proc_on_linux_6_1() {
     let bench: Value = serde_json::from_str(field(&stdout, "BENCH")).unwrap();
     assert_eq!(bench["source"], "bpf");
     assert_eq!(bench["allocs_per_sample"], 0.0);
+
+    // ps: the sleepable iterator loads on 6.1, and a stock kernel shows PID 1 in it
+    // (the development sandbox's kernel hides it: README, Known limits).
+    assert_eq!(field(&stdout, "PSRC"), "0", "{stdout}");
+    assert_eq!(field(&stdout, "PSERR"), "", "{stdout}");
+    let init: Value = serde_json::from_str(field(&stdout, "PS1")).unwrap();
+    assert_eq!(init["pid"], 1);
+    assert_eq!(init["source"], "bpf", "PID 1 came from the iterator itself");
+    assert_eq!(
+        init["cmd"], "/bin/sh /init",
+        "its command line, read from its memory"
+    );
+    let sh: Value = serde_json::from_str(field(&stdout, "PSBUSY")).unwrap();
+    assert_eq!(sh["pid"], busy);
+    assert!(sh["rss_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(
+        field(&stdout, "PINRC"),
+        "0",
+        "pinning works on 6.1: {stdout}"
+    );
+    assert_eq!(
+        field(&stdout, "PINNED"),
+        "KSPS",
+        "the pin reads as a kernstat stream"
+    );
 }

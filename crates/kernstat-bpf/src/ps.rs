@@ -1,0 +1,428 @@
+//! The `ps` iterator (bpf/ps.bpf.c): load it, or pin it in bpffs for unprivileged
+//! readers, or open a pin; read the whole stream; parse it into task rows.
+//!
+//! A pinned iterator is a file: opening it starts a walk, read(2) returns records, and
+//! no bpf(2) call or privilege is needed, so `kernstat ps` with a pin pays neither load
+//! time nor root. The stream format is versioned (see bpf/ps.h): the pin's name carries
+//! the version and the stream starts with a magic and version that are checked.
+
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::mem::{size_of, MaybeUninit};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::ptr;
+
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{Iter, OpenObject};
+
+use kernstat_model::ps::TaskRow;
+use kernstat_model::Comm;
+
+use crate::loader::{capture_libbpf_log, clear_log, failed, preflight, LoadError};
+use crate::skel::ps::types::{ks_ps_flags, ks_ps_rec, ks_ps_stream};
+use crate::skel::ps::{PsSkel, PsSkelBuilder};
+
+/// "KSPS", the stream's first four bytes (bpf/ps.h KS_PS_MAGIC).
+pub const MAGIC: u32 = 0x5350_534b;
+/// The record format this binary reads (bpf/ps.h KS_PS_VERSION).
+pub const VERSION: u32 = 1;
+/// Where `kernstat ps --pin` pins by default, and where `kernstat ps` looks.
+pub const DEFAULT_PIN_DIR: &str = "/sys/fs/bpf/kernstat";
+
+const FLAG_KTHREAD: u8 = ks_ps_flags::KS_PS_KTHREAD.0 as u8;
+const FLAG_LEADER: u8 = ks_ps_flags::KS_PS_LEADER.0 as u8;
+const FLAG_CUT: u8 = ks_ps_flags::KS_PS_CMDLINE_CUT.0 as u8;
+
+/// The pin file for this binary's format version in `dir`: the iterator with command
+/// lines (`cmdline`), or the lighter one without.
+pub fn pin_path(dir: &Path, cmdline: bool) -> PathBuf {
+    if cmdline {
+        dir.join(format!("ps_cmdline_v{VERSION}"))
+    } else {
+        dir.join(format!("ps_v{VERSION}"))
+    }
+}
+
+/// A stream that is not one this binary can read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FormatError {
+    /// Too short to hold the header.
+    #[error("the stream is {0} bytes: too short for its header")]
+    Short(usize),
+    /// Another program's stream, or garbage.
+    #[error("not a kernstat ps stream (magic {0:#010x})")]
+    Magic(u32),
+    /// Another kernstat's format.
+    #[error("the pinned iterator writes format v{found} (record size {size}); this kernstat reads v{VERSION}: re-pin it with `kernstat ps --pin`")]
+    Version {
+        /// The version found.
+        found: u32,
+        /// The record size found.
+        size: u32,
+    },
+    /// A record that runs past the end or claims an impossible length.
+    #[error("record at offset {0} is damaged")]
+    Damaged(usize),
+}
+
+enum Source {
+    Loaded(Box<PsSkel<'static>>, bool),
+    Pinned(PathBuf),
+}
+
+/// Reads the `ps` iterator.
+pub struct PsReader {
+    source: Source,
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for PsReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match &self.source {
+            Source::Loaded(..) => "loaded".to_string(),
+            Source::Pinned(p) => format!("pinned at {}", p.display()),
+        };
+        f.debug_struct("PsReader").field("source", &what).finish()
+    }
+}
+
+/// Loads the program(s) asked for: `light` (no command lines) and/or `cmdline`.
+fn load_skel(light: bool, cmdline: bool) -> Result<PsSkel<'static>, LoadError> {
+    preflight()?;
+    capture_libbpf_log();
+    clear_log();
+    // One skeleton per process: its OpenObject is leaked rather than made self-referential.
+    let object: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+    let mut open = PsSkelBuilder::default()
+        .open(object)
+        .map_err(|e| failed("opening the ps iterator", e))?;
+    open.progs.ps_tasks.set_autoload(light);
+    open.progs.ps_tasks_cmdline.set_autoload(cmdline);
+    let mut skel = open
+        .load()
+        .map_err(|e| failed("loading the ps iterator", e))?;
+    skel.attach()
+        .map_err(|e| failed("attaching the ps iterator", e))?;
+    Ok(skel)
+}
+
+impl PsReader {
+    /// Loads and attaches the iterator (root or CAP_BPF + CAP_PERFMON), with command
+    /// lines or without.
+    pub fn load(cmdline: bool) -> Result<Self, LoadError> {
+        Ok(PsReader {
+            source: Source::Loaded(Box::new(load_skel(!cmdline, cmdline)?), cmdline),
+            buf: Vec::with_capacity(256 * 1024),
+        })
+    }
+
+    /// Uses the iterator pinned at `path` (no privileges needed beyond reading the file).
+    pub fn pinned(path: &Path) -> io::Result<Self> {
+        // Open once now so that a missing or unreadable pin is reported here.
+        File::open(path)?;
+        Ok(PsReader {
+            source: Source::Pinned(path.to_path_buf()),
+            buf: Vec::with_capacity(256 * 1024),
+        })
+    }
+
+    /// Where the data comes from: "bpf" or "bpf-pin".
+    pub fn source_name(&self) -> &'static str {
+        match self.source {
+            Source::Loaded(..) => "bpf",
+            Source::Pinned(_) => "bpf-pin",
+        }
+    }
+
+    /// Runs one walk and returns the raw stream (kept buffer).
+    pub fn read_raw(&mut self) -> io::Result<&[u8]> {
+        self.buf.clear();
+        match &self.source {
+            Source::Loaded(skel, cmdline) => {
+                let link = if *cmdline {
+                    skel.links.ps_tasks_cmdline.as_ref()
+                } else {
+                    skel.links.ps_tasks.as_ref()
+                }
+                .expect("attached");
+                let mut it = Iter::new(link).map_err(io::Error::other)?;
+                read_all(&mut it, &mut self.buf)?;
+            }
+            Source::Pinned(p) => {
+                let mut f = File::open(p)?;
+                read_all(&mut f, &mut self.buf)?;
+            }
+        }
+        Ok(&self.buf)
+    }
+
+    /// Runs one walk and parses it.
+    pub fn read(&mut self) -> io::Result<Vec<TaskRow>> {
+        let raw = self.read_raw()?;
+        parse(raw).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+}
+
+/// Reads to EOF straight into `buf`'s spare capacity (no bounce buffer).
+fn read_all(r: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<()> {
+    r.read_to_end(buf).map(|_| ())
+}
+
+/// Parses a stream: header, then records.
+pub fn parse(raw: &[u8]) -> Result<Vec<TaskRow>, FormatError> {
+    let hsz = size_of::<ks_ps_stream>();
+    if raw.is_empty() {
+        // No task at all (cannot happen on a live system, but is not an error).
+        return Ok(Vec::new());
+    }
+    if raw.len() < hsz {
+        return Err(FormatError::Short(raw.len()));
+    }
+    // SAFETY: in bounds; plain old data.
+    let hdr: ks_ps_stream = unsafe { ptr::read_unaligned(raw.as_ptr().cast()) };
+    if hdr.magic != MAGIC {
+        return Err(FormatError::Magic(hdr.magic));
+    }
+    let rsz = size_of::<ks_ps_rec>();
+    if hdr.version != VERSION || hdr.rec_size as usize != rsz {
+        return Err(FormatError::Version {
+            found: hdr.version,
+            size: hdr.rec_size,
+        });
+    }
+    let mut rows = Vec::with_capacity((raw.len() - hsz) / rsz);
+    let mut off = hsz;
+    while off < raw.len() {
+        if off + rsz > raw.len() {
+            return Err(FormatError::Damaged(off));
+        }
+        // SAFETY: in bounds; plain old data.
+        let r: ks_ps_rec = unsafe { ptr::read_unaligned(raw[off..].as_ptr().cast()) };
+        let len = r.rec_len as usize;
+        let cmd = r.cmdline_len as usize;
+        if len < rsz + cmd || off + len > raw.len() || !len.is_multiple_of(8) {
+            return Err(FormatError::Damaged(off));
+        }
+        let cmdline = raw[off + rsz..off + rsz + cmd].to_vec();
+        rows.push(row(&r, cmdline));
+        off += len;
+    }
+    Ok(rows)
+}
+
+/// Counts the records of a stream without copying them out (for benchmarks); 0 for a
+/// stream this binary cannot read.
+pub fn count_records(raw: &[u8]) -> usize {
+    let hsz = size_of::<ks_ps_stream>();
+    if raw.len() < hsz {
+        return 0;
+    }
+    let mut n = 0;
+    let mut off = hsz;
+    while off + 2 <= raw.len() {
+        let len = u16::from_le_bytes([raw[off], raw[off + 1]]) as usize;
+        if len == 0 {
+            break;
+        }
+        off += len;
+        n += 1;
+    }
+    n
+}
+
+fn row(r: &ks_ps_rec, cmdline: Vec<u8>) -> TaskRow {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    // SAFETY: [i8; 16] and [u8; 16] have the same layout.
+    let comm: [u8; 16] = unsafe { std::mem::transmute(r.comm) };
+    TaskRow {
+        tid: r.pid,
+        pid: r.tgid,
+        ppid: r.ppid,
+        uid: r.uid,
+        euid: r.euid,
+        gid: r.gid,
+        state: r.state,
+        kthread: r.flags & FLAG_KTHREAD != 0,
+        leader: r.flags & FLAG_LEADER != 0,
+        policy: r.policy,
+        nice: r.nice,
+        prio: r.prio,
+        threads: r.nr_threads,
+        start_ns: r.start_ns,
+        cpu_ns: r.cpu_ns,
+        read_bytes: r.read_bytes,
+        write_bytes: r.write_bytes,
+        dead_cpu_ns: r.dead_cpu_ns,
+        dead_read_bytes: r.dead_read_bytes,
+        dead_write_bytes: r.dead_write_bytes,
+        rss_bytes: r.rss_pages * page,
+        vsz_bytes: r.vsz_pages * page,
+        cgroup_id: r.cgroup_id,
+        cgroup_path: None,
+        comm: Comm::from_bytes(&comm),
+        cmdline,
+        cmdline_cut: r.flags & FLAG_CUT != 0,
+    }
+}
+
+/// Mounts bpffs at `mount_point` unless something is mounted there already.
+fn ensure_bpffs(mount_point: &Path) -> io::Result<()> {
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let mp = mount_point.to_string_lossy();
+    if mounts.lines().any(|l| {
+        l.split_whitespace().nth(1) == Some(&*mp) && l.split_whitespace().nth(2) == Some("bpf")
+    }) {
+        return Ok(());
+    }
+    fs::create_dir_all(mount_point)?;
+    let target = std::ffi::CString::new(mp.as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: valid NUL-terminated strings; no data argument.
+    let rc = unsafe {
+        libc::mount(
+            c"bpf".as_ptr(),
+            target.as_ptr(),
+            c"bpf".as_ptr(),
+            0,
+            ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The bpffs mount point that holds `dir` (its first component under /sys/fs/bpf, or
+/// `dir`'s parent).
+fn bpffs_root(dir: &Path) -> PathBuf {
+    if dir.starts_with("/sys/fs/bpf") {
+        PathBuf::from("/sys/fs/bpf")
+    } else {
+        dir.parent().unwrap_or(dir).to_path_buf()
+    }
+}
+
+/// Loads both iterators and pins them at `pin_path(dir, _)`, readable by everyone (mode
+/// 0444; `dir` 0755), mounting bpffs if needed. Existing pins of the same version are
+/// replaced. Returns the pins' paths.
+pub fn pin(dir: &Path) -> Result<Vec<PathBuf>, PinError> {
+    let mut skel = load_skel(true, true)?;
+    ensure_bpffs(&bpffs_root(dir)).map_err(|e| PinError::Io("mounting bpffs", e))?;
+    fs::create_dir_all(dir).map_err(|e| PinError::Io("creating the pin directory", e))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o755))
+        .map_err(|e| PinError::Io("opening the pin directory to all users", e))?;
+    let mut paths = Vec::new();
+    for cmdline in [false, true] {
+        let path = pin_path(dir, cmdline);
+        if path.exists() {
+            fs::remove_file(&path).map_err(|e| PinError::Io("replacing the old pin", e))?;
+        }
+        let link = if cmdline {
+            skel.links.ps_tasks_cmdline.as_mut()
+        } else {
+            skel.links.ps_tasks.as_mut()
+        }
+        .expect("attached");
+        link.pin(&path)
+            .map_err(|e| failed("pinning the ps iterator", e))?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o444))
+            .map_err(|e| PinError::Io("making the pin readable", e))?;
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+/// Removes this version's pins from `dir` (and `dir`, if that leaves it empty).
+pub fn unpin(dir: &Path) -> io::Result<bool> {
+    let mut any = false;
+    for cmdline in [false, true] {
+        let path = pin_path(dir, cmdline);
+        if path.exists() {
+            fs::remove_file(&path)?;
+            any = true;
+        }
+    }
+    let _ = fs::remove_dir(dir);
+    Ok(any)
+}
+
+/// Why pinning failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    /// Loading the program failed.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A file-system step failed.
+    #[error("{0}: {1}")]
+    Io(&'static str, io::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(version: u32, recs: &[(u32, &[u8])]) -> Vec<u8> {
+        let mut v = Vec::new();
+        let hdr = ks_ps_stream {
+            magic: MAGIC,
+            version,
+            rec_size: size_of::<ks_ps_rec>() as u32,
+            _pad: 0,
+        };
+        // SAFETY: plain old data viewed as bytes.
+        v.extend_from_slice(unsafe {
+            std::slice::from_raw_parts(
+                (&hdr as *const ks_ps_stream).cast::<u8>(),
+                size_of::<ks_ps_stream>(),
+            )
+        });
+        for (pid, cmd) in recs {
+            let len = (size_of::<ks_ps_rec>() + cmd.len()).div_ceil(8) * 8;
+            let r = ks_ps_rec {
+                pid: *pid,
+                tgid: *pid,
+                flags: FLAG_LEADER,
+                cmdline_len: cmd.len() as u16,
+                rec_len: len as u16,
+                ..Default::default()
+            };
+            // SAFETY: plain old data viewed as bytes.
+            v.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(
+                    (&r as *const ks_ps_rec).cast::<u8>(),
+                    size_of::<ks_ps_rec>(),
+                )
+            });
+            v.extend_from_slice(cmd);
+            v.resize(v.len() + len - size_of::<ks_ps_rec>() - cmd.len(), 0);
+        }
+        v
+    }
+
+    #[test]
+    fn parses_records_with_command_lines() {
+        let s = stream(VERSION, &[(1, b"/sbin/init\0"), (2, b""), (3, b"a\0bc\0")]);
+        let rows = parse(&s).unwrap();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0].cmdline, b"/sbin/init\0");
+        assert_eq!(rows[2].cmdline, b"a\0bc\0");
+        assert!(rows.iter().all(|r| r.leader));
+    }
+
+    #[test]
+    fn refuses_other_versions_and_garbage() {
+        let s = stream(VERSION + 1, &[(1, b"")]);
+        let e = parse(&s).unwrap_err();
+        assert!(matches!(e, FormatError::Version { found, .. } if found == VERSION + 1));
+        assert!(e.to_string().contains("re-pin"));
+        assert_eq!(
+            parse(b"nonsense-nonsense"),
+            Err(FormatError::Magic(u32::from_le_bytes(*b"nons")))
+        );
+        let mut s = stream(VERSION, &[(1, b"abc")]);
+        s.truncate(s.len() - 4);
+        assert!(matches!(parse(&s), Err(FormatError::Damaged(_))));
+    }
+}

@@ -1,0 +1,215 @@
+//! The process table's data: one row per task as a source read it, and processes made
+//! from them (a leader plus its threads, added up as /proc does), plus the derived
+//! columns (CPU %, user names are the renderer's business).
+//!
+//! `ps` runs once and exits, so these types own their strings; the zero-allocation rule
+//! is for sampling loops.
+
+use serde::Serialize;
+
+use crate::raw::Comm;
+
+/// One task (thread) as a source saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskRow {
+    /// Thread id.
+    pub tid: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Real uid.
+    pub uid: u32,
+    /// Effective uid.
+    pub euid: u32,
+    /// Real gid.
+    pub gid: u32,
+    /// /proc state letter.
+    pub state: u8,
+    /// Kernel thread.
+    pub kthread: bool,
+    /// The thread-group leader (tid == pid).
+    pub leader: bool,
+    /// Scheduling policy (SCHED_*).
+    pub policy: u8,
+    /// Nice value.
+    pub nice: i32,
+    /// Priority as /proc/PID/stat field 18.
+    pub prio: i32,
+    /// Threads in the process.
+    pub threads: u32,
+    /// Start time, ns after boot.
+    pub start_ns: u64,
+    /// This thread's CPU time, ns.
+    pub cpu_ns: u64,
+    /// This thread's storage reads, bytes.
+    pub read_bytes: u64,
+    /// This thread's storage writes, bytes.
+    pub write_bytes: u64,
+    /// Leader only: CPU time of released threads, ns.
+    pub dead_cpu_ns: u64,
+    /// Leader only: reads of released threads and reaped children.
+    pub dead_read_bytes: u64,
+    /// Leader only: writes of released threads and reaped children.
+    pub dead_write_bytes: u64,
+    /// Resident set, bytes.
+    pub rss_bytes: u64,
+    /// Virtual size, bytes.
+    pub vsz_bytes: u64,
+    /// cgroup v2 id (0 when unknown).
+    pub cgroup_id: u64,
+    /// cgroup v2 path, when the source knows it directly (procfs).
+    pub cgroup_path: Option<String>,
+    /// Command name.
+    pub comm: Comm,
+    /// Command line, arguments separated by NUL (leaders only; empty for kernel threads).
+    pub cmdline: Vec<u8>,
+    /// The command line was cut.
+    pub cmdline_cut: bool,
+}
+
+/// One row of the table: a process, or a thread with `--threads`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PsRow {
+    /// Process id (thread id with --threads).
+    pub pid: u32,
+    /// Process id the thread belongs to.
+    pub tgid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Real uid.
+    pub uid: u32,
+    /// User name of `uid` (the number when unknown).
+    pub user: String,
+    /// Real gid.
+    pub gid: u32,
+    /// State letter.
+    #[serde(serialize_with = "ser_char")]
+    pub state: char,
+    /// Threads.
+    pub threads: u32,
+    /// Nice value.
+    pub nice: i32,
+    /// Priority.
+    pub priority: i32,
+    /// CPU percent: over the process's life, or over --interval.
+    pub cpu_percent: f64,
+    /// CPU time of all threads, live and exited, ns.
+    pub cpu_ns: u64,
+    /// Resident set, bytes.
+    pub rss_bytes: u64,
+    /// Virtual size, bytes.
+    pub vsz_bytes: u64,
+    /// Start time, ns after boot.
+    pub start_ns: u64,
+    /// Storage reads, bytes.
+    pub read_bytes: u64,
+    /// Storage writes, bytes.
+    pub write_bytes: u64,
+    /// Command name.
+    pub comm: Comm,
+    /// Command line, arguments joined by spaces (`[comm]` for kernel threads).
+    pub cmd: String,
+    /// cgroup v2 path (or id when the path is unknown).
+    pub cgroup: String,
+    /// Kernel thread.
+    pub kthread: bool,
+}
+
+fn ser_char<S: serde::Serializer>(c: &char, s: S) -> Result<S::Ok, S::Error> {
+    let mut buf = [0u8; 4];
+    s.serialize_str(c.encode_utf8(&mut buf))
+}
+
+/// Joins NUL-separated arguments with spaces; kernel threads (no command line) show as
+/// `[comm]`, as ps does.
+pub fn command_line(t: &TaskRow) -> String {
+    if t.cmdline.iter().all(|&b| b == 0) {
+        return format!("[{}]", t.comm);
+    }
+    let trimmed = match t.cmdline.iter().rposition(|&b| b != 0) {
+        Some(end) => &t.cmdline[..=end],
+        None => &t.cmdline[..],
+    };
+    let mut s: String = String::from_utf8_lossy(trimmed)
+        .chars()
+        .map(|c| if c == '\0' || c.is_control() { ' ' } else { c })
+        .collect();
+    if t.cmdline_cut {
+        s.push('…');
+    }
+    s
+}
+
+/// Adds up tasks into processes: a leader's dead_* counters plus every thread's own.
+/// The state is the leader's, as in /proc/PID/stat. Threads whose leader is missing
+/// (it exited during the walk) are dropped. Returns processes sorted by pid.
+pub fn processes(mut tasks: Vec<TaskRow>) -> Vec<TaskRow> {
+    // Group by pid, leader first; then fold each group into its leader (no hashing, no
+    // copies: measured at 10,000 processes, the HashMap version was a third of ps's
+    // user time).
+    tasks.sort_unstable_by_key(|t| (t.pid, !t.leader, t.tid));
+    let mut out: Vec<TaskRow> = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        if t.leader {
+            let mut p = t;
+            p.cpu_ns += p.dead_cpu_ns;
+            p.read_bytes += p.dead_read_bytes;
+            p.write_bytes += p.dead_write_bytes;
+            out.push(p);
+        } else if let Some(p) = out.last_mut().filter(|p| p.pid == t.pid) {
+            p.cpu_ns += t.cpu_ns;
+            p.read_bytes += t.read_bytes;
+            p.write_bytes += t.write_bytes;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(tid: u32, pid: u32, cpu: u64) -> TaskRow {
+        TaskRow {
+            tid,
+            pid,
+            leader: tid == pid,
+            state: b'S',
+            cpu_ns: cpu,
+            read_bytes: cpu / 10,
+            comm: Comm::from_str_lossy("x"),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn threads_add_up_with_the_dead() {
+        let mut leader = task(10, 10, 100);
+        leader.dead_cpu_ns = 1000;
+        leader.dead_read_bytes = 7;
+        let t = vec![
+            task(12, 10, 25),
+            leader,
+            task(11, 10, 50),
+            task(20, 20, 5),
+            task(31, 30, 9),
+        ];
+        let p = processes(t);
+        assert_eq!(p.len(), 2, "thread 31's leader is gone: dropped");
+        assert_eq!(p[0].cpu_ns, 1175);
+        assert_eq!(p[0].read_bytes, 7 + 10 + 5 + 2);
+        assert_eq!(p[1].pid, 20);
+    }
+
+    #[test]
+    fn command_lines() {
+        let mut t = task(1, 1, 0);
+        t.comm = Comm::from_str_lossy("kworker/0:1");
+        assert_eq!(command_line(&t), "[kworker/0:1]");
+        t.cmdline = b"/bin/sleep\x001000\x00".to_vec();
+        assert_eq!(command_line(&t), "/bin/sleep 1000");
+        t.cmdline_cut = true;
+        assert_eq!(command_line(&t), "/bin/sleep 1000…");
+    }
+}

@@ -1,0 +1,439 @@
+//! The process table from /proc: `kernstat ps --no-bpf`, the fallback, and the baseline
+//! `ps --bench` measures the iterator against.
+//!
+//! Per process it reads what the iterator gives: /proc/PID/stat (state, ppid, times,
+//! priority, threads, start, sizes), /proc/PID/status (real uid and gid), /proc/PID/io
+//! (storage bytes; needs the right to ptrace the process), /proc/PID/cmdline and
+//! /proc/PID/cgroup (the cgroup v2 line). It is as cheap as procfs allows: files opened
+//! relative to a kept directory fd with paths built on the stack, one pread each into
+//! kept buffers, byte-level parsing, and a visitor that borrows those buffers, so the walk
+//! itself allocates nothing per process.
+
+use std::ffi::CStr;
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::fs::{openat, Mode, OFlags, RawDir};
+use rustix::io::Errno;
+
+use kernstat_model::ps::TaskRow;
+use kernstat_model::Comm;
+
+use crate::file::{fields, keyed_value, lines, parse_i64, parse_u64};
+use crate::Roots;
+
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// One task as read from /proc, borrowing the walker's buffers.
+#[derive(Debug)]
+pub struct TaskView<'a> {
+    /// Parsed numbers (cmdline and cgroup_path left empty).
+    pub row: TaskRow,
+    /// The command line bytes (NUL separated), leaders only.
+    pub cmdline: &'a [u8],
+    /// The cgroup v2 path from /proc/PID/cgroup ("0::/path"), if any.
+    pub cgroup: &'a [u8],
+}
+
+/// Which optional files to read per process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Want {
+    /// /proc/PID/cmdline.
+    pub cmdline: bool,
+    /// /proc/PID/cgroup.
+    pub cgroup: bool,
+}
+
+impl Want {
+    /// Everything.
+    pub const ALL: Want = Want {
+        cmdline: true,
+        cgroup: true,
+    };
+}
+
+/// Walks /proc.
+#[derive(Debug)]
+pub struct ProcfsPs {
+    proc_dir: OwnedFd,
+    dirbuf: Vec<MaybeUninit<u8>>,
+    pids: Vec<u32>,
+    files: PidFiles,
+}
+
+/// The per-process readers and their buffers.
+#[derive(Debug)]
+struct PidFiles {
+    taskdirbuf: Vec<MaybeUninit<u8>>,
+    tids: Vec<u32>,
+    stat: Vec<u8>,
+    status: Vec<u8>,
+    io: Vec<u8>,
+    cmdline: Vec<u8>,
+    cgroup: Vec<u8>,
+    ns_per_tick: u64,
+    page_size: u64,
+}
+
+/// "PID/..." paths built on the stack.
+struct StackPath {
+    bytes: [u8; 96],
+    len: usize,
+}
+
+impl StackPath {
+    fn new() -> Self {
+        StackPath {
+            bytes: [0; 96],
+            len: 0,
+        }
+    }
+    fn num(&mut self, mut n: u32) -> &mut Self {
+        let mut digits = [0u8; 10];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..])
+    }
+    fn push(&mut self, s: &[u8]) -> &mut Self {
+        let n = s.len().min(self.bytes.len() - 1 - self.len);
+        self.bytes[self.len..self.len + n].copy_from_slice(&s[..n]);
+        self.len += n;
+        self
+    }
+    fn cstr(&mut self) -> &CStr {
+        self.bytes[self.len] = 0;
+        CStr::from_bytes_with_nul(&self.bytes[..=self.len]).expect("one NUL at the end")
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn truncate(&mut self, len: usize) {
+        self.len = len;
+    }
+}
+
+fn read_at<'a>(dir: &OwnedFd, path: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    let fd = openat(dir, path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let n = rustix::io::pread(&fd, &mut *buf, 0).ok()?;
+    Some(&buf[..n])
+}
+
+/// Fills `ids` (cleared) with the numeric entries of the directory `fd`.
+fn numeric_entries(
+    fd: &OwnedFd,
+    buf: &mut [MaybeUninit<u8>],
+    ids: &mut Vec<u32>,
+) -> io::Result<()> {
+    ids.clear();
+    rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(0))?;
+    let mut dir = RawDir::new(fd.as_fd(), buf);
+    while let Some(e) = dir.next() {
+        match e {
+            Ok(e) => {
+                if let Some(n) = parse_u64(e.file_name().to_bytes()) {
+                    ids.push(n as u32);
+                }
+            }
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+impl ProcfsPs {
+    /// Opens `roots.proc`.
+    pub fn open(roots: &Roots) -> io::Result<Self> {
+        let proc_dir = openat(
+            rustix::fs::CWD,
+            roots.proc.as_path(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+        Ok(ProcfsPs {
+            proc_dir,
+            dirbuf: vec![MaybeUninit::uninit(); 64 * 1024],
+            pids: Vec::with_capacity(4096),
+            files: PidFiles {
+                taskdirbuf: vec![MaybeUninit::uninit(); 16 * 1024],
+                tids: Vec::with_capacity(256),
+                stat: vec![0; 4096],
+                status: vec![0; 8192],
+                io: vec![0; 1024],
+                cmdline: vec![0; 4096],
+                cgroup: vec![0; 4096],
+                ns_per_tick: 1_000_000_000 / hz,
+                page_size: page,
+            },
+        })
+    }
+
+    /// Calls `f` for every process (every task, with `threads`). Processes that exit
+    /// during the walk are skipped.
+    pub fn walk(
+        &mut self,
+        threads: bool,
+        want: Want,
+        mut f: impl FnMut(&TaskView<'_>),
+    ) -> io::Result<()> {
+        numeric_entries(&self.proc_dir, &mut self.dirbuf, &mut self.pids)?;
+        for &pid in &self.pids {
+            self.files
+                .visit_pid(&self.proc_dir, pid, threads, want, &mut f);
+        }
+        Ok(())
+    }
+
+    /// Calls `f` for one process (and its threads, with `threads`); false if it is gone.
+    pub fn visit_one(&mut self, pid: u32, threads: bool, mut f: impl FnMut(&TaskView<'_>)) -> bool {
+        self.files
+            .visit_pid(&self.proc_dir, pid, threads, Want::ALL, &mut f)
+    }
+
+    /// Every process (task) as owned rows.
+    pub fn read(&mut self, threads: bool, want: Want) -> io::Result<Vec<TaskRow>> {
+        let mut rows = Vec::new();
+        self.walk(threads, want, |v| rows.push(v.to_row()))?;
+        Ok(rows)
+    }
+}
+
+impl TaskView<'_> {
+    /// An owned copy with the command line and cgroup path filled in.
+    pub fn to_row(&self) -> TaskRow {
+        let mut r = self.row.clone();
+        r.cmdline = self.cmdline.to_vec();
+        r.cgroup_path =
+            (!self.cgroup.is_empty()).then(|| String::from_utf8_lossy(self.cgroup).into_owned());
+        r
+    }
+}
+
+impl PidFiles {
+    fn visit_pid(
+        &mut self,
+        dir: &OwnedFd,
+        pid: u32,
+        threads: bool,
+        want: Want,
+        f: &mut impl FnMut(&TaskView<'_>),
+    ) -> bool {
+        let mut path = StackPath::new();
+        path.num(pid);
+        let base = path.len();
+        let Some(mut row) = self.read_task(dir, &mut path, pid, pid) else {
+            return false;
+        };
+        row.leader = true;
+        path.truncate(base);
+        let cmdline: &[u8] = if row.kthread || !want.cmdline {
+            &[]
+        } else {
+            read_at(dir, path.push(b"/cmdline").cstr(), &mut self.cmdline).unwrap_or(&[])
+        };
+        path.truncate(base);
+        let cgroup = if want.cgroup {
+            read_at(dir, path.push(b"/cgroup").cstr(), &mut self.cgroup)
+                .map(cgroup_v2_path)
+                .unwrap_or(&[])
+        } else {
+            &[]
+        };
+        if !threads {
+            f(&TaskView {
+                row,
+                cmdline,
+                cgroup,
+            });
+            return true;
+        }
+        // With --threads: every task of the process, each with its own counters.
+        path.truncate(base);
+        let Ok(task_dir) = openat(
+            dir,
+            path.push(b"/task").cstr(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            return false;
+        };
+        let mut tids = std::mem::take(&mut self.tids);
+        if numeric_entries(&task_dir, &mut self.taskdirbuf, &mut tids).is_err() {
+            self.tids = tids;
+            return false;
+        }
+        // The leader's own view: the group's command line and cgroup.
+        let cmdline = cmdline.to_vec();
+        let cgroup = cgroup.to_vec();
+        for &tid in &tids {
+            let mut p = StackPath::new();
+            p.num(tid);
+            if let Some(mut t) = self.read_task(&task_dir, &mut p, tid, pid) {
+                t.leader = tid == pid;
+                let cmd: &[u8] = if t.leader { &cmdline } else { &[] };
+                f(&TaskView {
+                    row: t,
+                    cmdline: cmd,
+                    cgroup: &cgroup,
+                });
+            }
+        }
+        self.tids = tids;
+        true
+    }
+
+    /// Reads stat, status and io under `path` (a pid or tid directory name).
+    fn read_task(
+        &mut self,
+        dir: &OwnedFd,
+        path: &mut StackPath,
+        tid: u32,
+        pid: u32,
+    ) -> Option<TaskRow> {
+        let base = path.len();
+        let stat = read_at(dir, path.push(b"/stat").cstr(), &mut self.stat)?;
+        let mut row = parse_stat(stat, self.ns_per_tick, self.page_size)?;
+        row.tid = tid;
+        row.pid = pid;
+        path.truncate(base);
+        if let Some(status) = read_at(dir, path.push(b"/status").cstr(), &mut self.status) {
+            let (uid, euid, gid) = parse_ids(status);
+            row.uid = uid;
+            row.euid = euid;
+            row.gid = gid;
+        }
+        if !row.kthread {
+            path.truncate(base);
+            if let Some(io) = read_at(dir, path.push(b"/io").cstr(), &mut self.io) {
+                row.read_bytes = keyed_value(io, b"read_bytes").unwrap_or(0);
+                row.write_bytes = keyed_value(io, b"write_bytes").unwrap_or(0);
+            }
+        }
+        Some(row)
+    }
+}
+
+/// The path from the "0::/path" line of /proc/PID/cgroup (cgroup v2).
+pub fn cgroup_v2_path(buf: &[u8]) -> &[u8] {
+    lines(buf)
+        .find_map(|l| l.strip_prefix(b"0::"))
+        .unwrap_or(&[])
+}
+
+/// (uid, euid, gid) from /proc/PID/status.
+pub fn parse_ids(status: &[u8]) -> (u32, u32, u32) {
+    let mut uid = (0, 0);
+    let mut gid = 0;
+    for l in lines(status) {
+        if let Some(rest) = l.strip_prefix(b"Uid:") {
+            let mut f = fields(rest);
+            uid.0 = f.next().and_then(parse_u64).unwrap_or(0) as u32;
+            uid.1 = f.next().and_then(parse_u64).unwrap_or(0) as u32;
+        } else if let Some(rest) = l.strip_prefix(b"Gid:") {
+            gid = fields(rest).next().and_then(parse_u64).unwrap_or(0) as u32;
+            break;
+        }
+    }
+    (uid.0, uid.1, gid)
+}
+
+/// Parses /proc/PID/stat into a row (ids and I/O left for the caller).
+pub fn parse_stat(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<TaskRow> {
+    let open = data.iter().position(|&b| b == b'(')?;
+    let close = data.iter().rposition(|&b| b == b')')?;
+    if close < open {
+        return None;
+    }
+    let mut row = TaskRow {
+        comm: Comm::from_bytes(&data[open + 1..close]),
+        ..Default::default()
+    };
+    let (mut utime, mut stime) = (0, 0);
+    for (i, f) in fields(&data[close + 1..]).enumerate() {
+        let num = || parse_u64(f).unwrap_or(0);
+        match i + 3 {
+            3 => row.state = f.first().copied().unwrap_or(b'?'),
+            4 => row.ppid = num() as u32,
+            9 => row.kthread = num() & PF_KTHREAD != 0,
+            14 => utime = num(),
+            15 => stime = num(),
+            18 => row.prio = parse_i64(f).unwrap_or(0) as i32,
+            19 => row.nice = parse_i64(f).unwrap_or(0) as i32,
+            20 => row.threads = num() as u32,
+            22 => row.start_ns = num() * ns_per_tick,
+            23 => row.vsz_bytes = num(),
+            24 => row.rss_bytes = num() * page_size,
+            41 => {
+                row.policy = num() as u8;
+                break;
+            }
+            _ => {}
+        }
+    }
+    row.cpu_ns = (utime + stime) * ns_per_tick;
+    Some(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields() {
+        let line = b"77 (my proc) R 1 77 77 0 -1 4194304 10 0 0 0 30 20 0 0 20 0 4 0 500 8192000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+        let r = parse_stat(line, 10_000_000, 4096).unwrap();
+        assert_eq!(r.comm.as_str(), "my proc");
+        assert_eq!(r.state, b'R');
+        assert_eq!(r.ppid, 1);
+        assert_eq!(r.cpu_ns, 500_000_000);
+        assert_eq!(r.prio, 20);
+        assert_eq!(r.nice, 0);
+        assert_eq!(r.threads, 4);
+        assert_eq!(r.start_ns, 5_000_000_000);
+        assert_eq!(r.vsz_bytes, 8_192_000);
+        assert_eq!(r.rss_bytes, 300 * 4096);
+        assert_eq!(r.policy, 0);
+    }
+
+    #[test]
+    fn ids_and_cgroup() {
+        let status = b"Name:\tbash\nUid:\t1000\t1001\t1000\t1000\nGid:\t100\t100\t100\t100\n";
+        assert_eq!(parse_ids(status), (1000, 1001, 100));
+        assert_eq!(
+            cgroup_v2_path(b"12:pids:/x\n0::/user.slice/a.scope\n"),
+            b"/user.slice/a.scope"
+        );
+        assert_eq!(cgroup_v2_path(b"1:name=systemd:/\n"), b"");
+    }
+
+    #[test]
+    fn walks_this_machine() {
+        let mut w = ProcfsPs::open(&Roots::default()).unwrap();
+        let rows = w.read(false, Want::ALL).unwrap();
+        let me = rows
+            .iter()
+            .find(|r| r.pid == std::process::id())
+            .expect("this process");
+        assert!(me.leader && !me.cmdline.is_empty());
+        let threads = w.read(true, Want::ALL).unwrap();
+        assert!(threads.len() >= rows.len());
+        assert!(
+            threads
+                .iter()
+                .filter(|r| r.pid == std::process::id())
+                .count()
+                >= 1
+        );
+    }
+}

@@ -1,0 +1,335 @@
+//! `kernstat ps` as a user runs it: its numbers against /proc, filters, sorting, the
+//! forest, threads, the pinned iterator read by an unprivileged user, a pin of another
+//! format, and the benchmark report. BPF tests run as root (CI=true: must run).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use kernstat_testkit::{bpf_gate, tool_gate, Workload};
+use serde_json::Value;
+
+fn kernstat() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kernstat"))
+}
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(kernstat())
+        .args(args)
+        .output()
+        .expect("run kernstat");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json_rows(args: &[&str]) -> Vec<Value> {
+    let mut a = vec!["ps", "--json"];
+    a.extend_from_slice(args);
+    let (code, out, err) = run(&a);
+    assert_eq!(code, Some(0), "kernstat ps {args:?}: {err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn sources() -> Vec<&'static [&'static str]> {
+    if bpf_gate() {
+        vec![&[], &["--no-bpf"]]
+    } else {
+        vec![&["--no-bpf"]]
+    }
+}
+
+fn proc_cmdline(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let s = String::from_utf8_lossy(&raw);
+    s.trim_end_matches('\0').replace('\0', " ")
+}
+
+fn proc_cgroup(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_known_process_matches_proc_in_every_column() {
+    let w = Workload::start(&["burn", "2", "200", "1", "100"]);
+    let pid = w.pid();
+    for src in sources() {
+        let mut args = vec!["--pid"];
+        let p = pid.to_string();
+        args.push(&p);
+        args.extend_from_slice(src);
+        let rows = json_rows(&args);
+        assert_eq!(rows.len(), 1, "{src:?}: {rows:?}");
+        let r = &rows[0];
+        assert_eq!(r["pid"], pid);
+        assert_eq!(r["ppid"], std::process::id(), "{src:?}");
+        // SAFETY: getuid has no preconditions.
+        assert_eq!(r["uid"], unsafe { libc::getuid() });
+        assert_eq!(r["comm"], "ks-workload");
+        assert_eq!(
+            r["threads"], 3,
+            "main + 2 parked burners (the third exited)"
+        );
+        assert_eq!(r["cmd"].as_str().unwrap(), proc_cmdline(pid));
+        assert_eq!(r["cgroup"].as_str().unwrap(), proc_cgroup(pid), "{src:?}");
+        let cpu = r["cpu_ns"].as_u64().unwrap();
+        let theirs = kernstat_testkit::proc_cpu_ns(pid);
+        assert!(
+            cpu.abs_diff(theirs) <= 20_000_000,
+            "{src:?}: cpu {cpu} vs /proc {theirs}"
+        );
+        assert!(
+            cpu >= 500_000_000,
+            "2 x 200 ms + 100 ms (exited thread) burned: {cpu}"
+        );
+        let rss = r["rss_bytes"].as_u64().unwrap();
+        let statm = kernstat_testkit::proc_rss_bytes(pid);
+        assert!(
+            rss.abs_diff(statm) <= 3 * 32 * kernstat_testkit::ncpus() * 4096,
+            "{rss} vs {statm}"
+        );
+        assert_eq!(r["source"], if src.is_empty() { "bpf" } else { "procfs" });
+    }
+}
+
+#[test]
+fn pid_1_is_listed() {
+    // Hidden from the task iterator by this sandbox's kernel; completed from /proc.
+    for src in sources() {
+        let rows = json_rows(&[&["--pid", "1"], src].concat());
+        assert_eq!(rows.len(), 1, "{src:?}");
+        assert_eq!(rows[0]["ppid"], 0);
+        if !src.is_empty() {
+            continue;
+        }
+        // Where it came from is said: "bpf" on kernels that show it, "procfs" here.
+        let hidden = !kernstat_bpf_sees_pid_1();
+        assert_eq!(rows[0]["source"], if hidden { "procfs" } else { "bpf" });
+    }
+}
+
+/// Whether this kernel's task iterator shows PID 1 (it does not in this sandbox).
+fn kernstat_bpf_sees_pid_1() -> bool {
+    let mut r = kernstat_bpf::ps::PsReader::load(false).expect("load");
+    r.read().unwrap().iter().any(|t| t.pid == 1)
+}
+
+#[test]
+fn filters_sorting_and_fields() {
+    let w = Workload::start(&["idle", "3"]);
+    for src in sources() {
+        // --comm is a regular expression on the command name.
+        let rows = json_rows(&[&["--comm", "^ks-work"], src].concat());
+        assert!(rows.iter().any(|r| r["pid"] == w.pid()), "{src:?}");
+        assert!(rows
+            .iter()
+            .all(|r| r["comm"].as_str().unwrap().starts_with("ks-work")));
+        // --user by name and by number.
+        let root = json_rows(&[&["--user", "root"], src].concat());
+        assert!(!root.is_empty() && root.iter().all(|r| r["uid"] == 0));
+        let by_number = json_rows(&[&["--user", "0"], src].concat()).len();
+        assert!(
+            by_number.abs_diff(root.len()) <= 3,
+            "{by_number} vs {}",
+            root.len()
+        );
+        // --sort -rss: descending.
+        let by_rss = json_rows(&[&["--sort", "-rss"], src].concat());
+        let rss: Vec<u64> = by_rss
+            .iter()
+            .map(|r| r["rss_bytes"].as_u64().unwrap())
+            .collect();
+        assert!(rss.windows(2).all(|w| w[0] >= w[1]));
+        // The idle children are children of the workload.
+        let kids: Vec<Value> = json_rows(src)
+            .into_iter()
+            .filter(|r| r["ppid"] == w.pid())
+            .collect();
+        assert_eq!(kids.len(), 3, "{src:?}");
+    }
+    // Bad input: one message, status 2.
+    for (args, needle) in [
+        (
+            &["ps", "--fields", "pid,bogus"][..],
+            "unknown column \"bogus\"",
+        ),
+        (&["ps", "--sort", "-nope"][..], "unknown column"),
+        (&["ps", "--comm", "("][..], "--comm"),
+        (&["ps", "--user", "no-such-user-here"][..], "no user named"),
+    ] {
+        let (code, _, err) = run(args);
+        assert_ne!(code, Some(0), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn the_forest_nests_children_under_parents() {
+    let w = Workload::start(&["idle", "2"]);
+    let (code, out, err) = run(&["ps", "--tree", "--fields", "pid,comm", "--no-bpf"]);
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with(&format!("{} ", w.pid())))
+        .expect("the workload is listed");
+    let indent = |l: &str| l.find(|c: char| c.is_alphabetic() || c == '[').unwrap_or(0);
+    for child in &lines[at + 1..at + 3] {
+        assert!(child.contains("sleep"), "{child}");
+        assert!(child.contains("─ "), "drawn as a child: {child}");
+        assert!(indent(child) > indent(lines[at]), "{}\n{child}", lines[at]);
+    }
+}
+
+#[test]
+fn threads_mode_lists_every_thread() {
+    let w = Workload::start(&["burn", "4", "10"]);
+    for src in sources() {
+        let rows = json_rows(&[&["--threads", "--pid", &w.pid().to_string()], src].concat());
+        assert_eq!(rows.len(), 5, "{src:?}: main + 4 threads");
+        let tids: std::collections::BTreeSet<u64> =
+            rows.iter().map(|r| r["pid"].as_u64().unwrap()).collect();
+        let proc_tids: std::collections::BTreeSet<u64> =
+            std::fs::read_dir(format!("/proc/{}/task", w.pid()))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_str().unwrap().parse().unwrap())
+                .collect();
+        assert_eq!(tids, proc_tids, "{src:?}");
+        assert!(rows.iter().all(|r| r["tgid"] == w.pid()));
+    }
+}
+
+#[test]
+fn cpu_percent_over_an_interval() {
+    if !tool_gate("stress-ng") {
+        return;
+    }
+    let mut load = Command::new("stress-ng")
+        .args(["--cpu", "1", "--timeout", "10"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for src in sources() {
+        let rows = json_rows(&[&["--interval", "1", "--comm", "^stress-ng-cpu$"], src].concat());
+        let pct = rows[0]["cpu_percent"].as_f64().unwrap();
+        assert!(
+            (70.0..=101.0).contains(&pct),
+            "{src:?}: a spinning worker at {pct}%"
+        );
+    }
+    let _ = load.kill();
+    let _ = load.wait();
+}
+
+#[test]
+fn a_pinned_iterator_serves_unprivileged_users() {
+    if !bpf_gate() || !tool_gate("setpriv") {
+        return;
+    }
+    let dir = format!("/sys/fs/bpf/kernstat_test_{}", std::process::id());
+    let (code, _, err) = run(&["ps", "--pin", &dir]);
+    assert_eq!(code, Some(0), "pin: {err}");
+    let as_nobody = |extra: &[&str]| {
+        let out = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+            ])
+            .arg(kernstat())
+            .args(["ps", "--json", "--pin-dir", &dir])
+            .args(extra)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (
+            out.status.code(),
+            text,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = as_nobody(&[]);
+    let root_rows = json_rows(&[]);
+    let _ = run(&["ps", "--unpin", &dir]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !err.contains("BPF unavailable"),
+        "the pin needs no privileges: {err}"
+    );
+    let rows: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        rows.iter()
+            .all(|r| r["source"] == "bpf-pin" || r["pid"] == 1),
+        "{out}"
+    );
+    // The full table: every process root sees (within a few that came and went).
+    assert!(
+        rows.len().abs_diff(root_rows.len()) <= 5,
+        "{} vs {}",
+        rows.len(),
+        root_rows.len()
+    );
+    // Other users' command lines come through the pin too.
+    let init = rows
+        .iter()
+        .find(|r| r["ppid"] == 0 && r["pid"] == 2)
+        .expect("kthreadd");
+    assert_eq!(init["cmd"], "[kthreadd]");
+    assert!(
+        !Path::new(&dir).exists(),
+        "--unpin removed the pins and the directory"
+    );
+}
+
+#[test]
+fn a_pin_of_another_format_is_refused_not_misread() {
+    if !bpf_gate() {
+        return;
+    }
+    // A file where this version's pin should be, holding another version's header.
+    let dir = tempfile::tempdir().unwrap();
+    let mut hdr = Vec::new();
+    hdr.extend_from_slice(&0x5350_534bu32.to_le_bytes());
+    hdr.extend_from_slice(&99u32.to_le_bytes());
+    hdr.extend_from_slice(&[0u8; 8]);
+    std::fs::write(dir.path().join("ps_cmdline_v1"), &hdr).unwrap();
+    let (code, out, err) = run(&["ps", "--json", "--pin-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("format v99") && err.contains("re-pin"),
+        "{err}"
+    );
+    assert!(
+        out.lines().count() > 10,
+        "the table still came, from a loaded iterator"
+    );
+}
+
+#[test]
+fn bench_reports_both_paths() {
+    if !bpf_gate() {
+        return;
+    }
+    let (code, out, err) = run(&["ps", "--bench", "5", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    for k in ["n", "tasks", "bpf_p50_us", "procfs_p50_us", "ratio"] {
+        assert!(v[k].is_number(), "{k} in {out}");
+    }
+    let procs = kernstat_testkit::proc_count() as u64;
+    assert!(v["tasks"].as_u64().unwrap() >= procs - 5, "{out}");
+}
