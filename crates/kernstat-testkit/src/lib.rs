@@ -56,7 +56,9 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
 }
 
 /// A fleet of real idle processes (`sleep`), for tests and benchmarks that need a
-/// machine with N more tasks. Killed and reaped when dropped.
+/// machine with N more tasks. Killed and reaped when dropped, and killed by the kernel
+/// if this process dies first (PR_SET_PDEATHSIG). `ks-workload idle N` is the same fleet
+/// for scripts.
 #[derive(Debug)]
 pub struct IdleProcs {
     children: Vec<Child>,
@@ -66,15 +68,22 @@ impl IdleProcs {
     /// Starts `n` idle processes.
     pub fn spawn(n: usize) -> std::io::Result<Self> {
         let mut children = Vec::with_capacity(n);
+        use std::os::unix::process::CommandExt;
         for _ in 0..n {
-            children.push(
-                Command::new("sleep")
-                    .arg("100000")
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()?,
-            );
+            let mut cmd = Command::new("sleep");
+            cmd.arg("100000")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            // SAFETY: prctl is async-signal-safe. The children die with their parent even
+            // when it is killed (no destructor runs then), so a fleet never outlives it.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            children.push(cmd.spawn()?);
         }
         Ok(IdleProcs { children })
     }
