@@ -129,4 +129,37 @@ static __always_inline char ks_task_state_char(struct task_struct *t)
 	return ks_state_char(ks_task_state(t), t->exit_state);
 }
 
+/*
+ * 6.0 (commit 7f203bc89eb6 "cgroup: Replace cgroup->ancestor_ids[] with ->ancestors[]")
+ * turned the array of ancestor ids into an array of ancestor pointers. Both are indexed
+ * by level. Returns the id of the ancestor of `cg` at `level` (cg itself at its level).
+ * Probe reads: the index is a variable.
+ */
+struct cgroup___pre60 {
+	int level;
+	__u64 ancestor_ids[0];
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 ks_cgroup_ancestor_id(struct cgroup *cg, int level)
+{
+	/* Addresses are computed as plain numbers: the verifier forbids variable offsets
+	 * on typed pointers. */
+	__u64 base = (__u64)(void *)cg;
+
+	if (bpf_core_field_exists(cg->ancestors)) {
+		struct cgroup *anc = 0;
+
+		base += bpf_core_field_offset(cg->ancestors) + (__u64)level * sizeof(anc);
+		bpf_probe_read_kernel(&anc, sizeof(anc), (void *)base);
+		return anc ? BPF_CORE_READ(anc, kn, id) : 0;
+	} else {
+		struct cgroup___pre60 *old = (void *)cg;
+		__u64 id = 0;
+
+		base += bpf_core_field_offset(old->ancestor_ids) + (__u64)level * sizeof(id);
+		bpf_probe_read_kernel(&id, sizeof(id), (void *)base);
+		return id;
+	}
+}
+
 #endif /* KERNSTAT_COMPAT_BPF_H */

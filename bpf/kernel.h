@@ -59,6 +59,21 @@ struct kernfs_node {
 
 struct cgroup {
 	struct kernfs_node *kn;
+	int level;
+	/* 6.0+ (ancestor_ids before, see compat.bpf.h) */
+	struct cgroup *ancestors[0];
+};
+
+struct ns_common {
+	unsigned int inum;
+};
+
+struct pid_namespace {
+	struct ns_common ns;
+};
+
+struct nsproxy {
+	struct pid_namespace *pid_ns_for_children;
 };
 
 struct css_set {
@@ -121,6 +136,7 @@ struct task_struct {
 	struct signal_struct *signal;
 	struct task_io_accounting ioac;
 	struct css_set *cgroups;
+	struct nsproxy *nsproxy;
 };
 
 struct seq_file;
@@ -156,6 +172,8 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
 	BPF_MAP_TYPE_RINGBUF = 27,
 };
+
+#define TASK_RUNNING 0x0000
 
 enum {
 	BPF_ANY = 0,

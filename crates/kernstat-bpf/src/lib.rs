@@ -9,6 +9,7 @@
 
 pub mod loader;
 pub mod ps;
+pub mod runqlat;
 pub mod sampler;
 pub mod stats;
 
@@ -26,6 +27,9 @@ mod skel {
     }
     pub mod ps {
         include!(concat!(env!("OUT_DIR"), "/ps.skel.rs"));
+    }
+    pub mod runqlat {
+        include!(concat!(env!("OUT_DIR"), "/runqlat.skel.rs"));
     }
 }
 

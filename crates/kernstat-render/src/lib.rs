@@ -4,7 +4,9 @@
 #![deny(missing_docs)]
 
 pub mod bar;
+pub mod hist;
 pub mod human;
+pub mod plot;
 pub mod table;
 pub mod template;
 pub mod tooltip;

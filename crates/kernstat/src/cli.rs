@@ -26,6 +26,9 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// The process table, from one read of a BPF task iterator (procfs without BPF).
     Ps(PsArgs),
+    /// Run-queue latency histograms (libbpf-tools runqlat's flags, plus -C, --csv,
+    /// --json, --plot).
+    Runqlat(RunqlatArgs),
 }
 
 /// Output formats of `bar`.
@@ -256,6 +259,55 @@ pub struct PsArgs {
     /// {"n","tasks","bpf_p50_us","procfs_p50_us","ratio"} (with --json).
     #[arg(long, value_name = "N")]
     pub bench: Option<u32>,
+}
+
+/// `kernstat runqlat`.
+#[derive(Clone, Debug, Args)]
+pub struct RunqlatArgs {
+    /// Print a timestamp before each interval.
+    #[arg(short = 'T', long)]
+    pub timestamp: bool,
+    /// Milliseconds instead of microseconds.
+    #[arg(short = 'm', long)]
+    pub milliseconds: bool,
+    /// Trace this process only.
+    #[arg(short = 'p', long)]
+    pub pid: Option<u32>,
+    /// A histogram per process.
+    #[arg(short = 'P', long)]
+    pub pids: bool,
+    /// A histogram per thread.
+    #[arg(short = 'L', long)]
+    pub tids: bool,
+    /// A histogram per PID namespace.
+    #[arg(long)]
+    pub pidnss: bool,
+    /// A histogram per CPU.
+    #[arg(short = 'C', long)]
+    pub cpus: bool,
+    /// Trace tasks in this cgroup v2 (a directory under the cgroup2 mount) or below it;
+    /// the task being woken is tested, not the waker.
+    #[arg(short = 'c', long, value_name = "CGROUP")]
+    pub cgroup: Option<PathBuf>,
+    /// Each interval includes everything since the start (default: each stands alone).
+    #[arg(long)]
+    pub cumulative: bool,
+    /// One CSV row per interval: timestamp,count,p50,p90,p99,max.
+    #[arg(long)]
+    pub csv: bool,
+    /// One JSON object per interval, with interpolated percentiles and the buckets.
+    #[arg(long)]
+    pub json: bool,
+    /// At the end, draw the percentiles over time and the distribution (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Attach raw tracepoints even where tp_btf works (tests the fallback).
+    #[arg(long)]
+    pub raw_tp: bool,
+    /// Seconds per interval (default: one interval, until Ctrl-C).
+    pub interval: Option<u64>,
+    /// Number of intervals (default: until Ctrl-C).
+    pub count: Option<u64>,
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod collect;
 mod instance;
 mod privileges;
 mod ps;
+mod runqlat;
 mod selfcost;
 mod signals;
 mod snapshot;
@@ -27,6 +28,7 @@ fn main() {
         cli::Command::Bar(a) => bar::run(a),
         cli::Command::Snapshot(a) => snapshot::run(a),
         cli::Command::Ps(a) => ps::run(a),
+        cli::Command::Runqlat(a) => runqlat::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,243 @@
+//! Run-queue latency (bpf/runqlat.bpf.c): choose tp_btf or raw_tp before load, set the
+//! filters, load, attach, and read the histograms.
+//!
+//! Histograms are cumulative in the kernel; callers take per-interval views by
+//! subtracting an earlier reading (nothing is reset, so nothing recorded between a read
+//! and a reset is lost). Keyed histograms (-P, -L, --pidnss) are read with
+//! BPF_MAP_LOOKUP_BATCH in batches of 256 (smaller batches stop early on ENOSPC when a
+//! bucket of the hash holds more entries than the batch).
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd};
+
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+
+use kernstat_model::hist::{Hist, SLOTS};
+
+use crate::loader::{capture_libbpf_log, clear_log, failed, preflight, LoadError};
+use crate::skel::runqlat::{RunqlatSkel, RunqlatSkelBuilder};
+
+/// What keyed histograms are keyed by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeyKind {
+    /// One histogram (per CPU).
+    #[default]
+    None,
+    /// Per process (-P).
+    Pid,
+    /// Per thread (-L).
+    Tid,
+    /// Per PID namespace (--pidnss).
+    PidNs,
+}
+
+/// How to trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    /// Only this process (-p).
+    pub pid: Option<u32>,
+    /// Record milliseconds instead of microseconds (-m).
+    pub ms: bool,
+    /// Keyed histograms.
+    pub key: KeyKind,
+    /// Only tasks in this cgroup v2 or below it: (cgroup id, level).
+    pub cgroup: Option<(u64, i32)>,
+    /// Use raw tracepoints even where tp_btf works (to test the fallback).
+    pub force_raw_tp: bool,
+}
+
+/// Which attachment is in use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttachKind {
+    /// BTF-typed tracepoints (5.5+), task-local storage.
+    TpBtf,
+    /// Raw tracepoints, a tid hash.
+    RawTp,
+}
+
+impl AttachKind {
+    /// "tp_btf" or "raw_tp".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttachKind::TpBtf => "tp_btf",
+            AttachKind::RawTp => "raw_tp",
+        }
+    }
+}
+
+/// Whether the kernel can attach BTF-typed tracepoints (it has the btf_trace_* types,
+/// 5.5+) and task-local storage for them (5.11+: bpf_task_storage_get is there).
+pub fn tp_btf_supported() -> bool {
+    let Ok(btf) = libbpf_rs::btf::Btf::from_vmlinux() else {
+        return false;
+    };
+    let has_tp = btf
+        .type_by_name::<libbpf_rs::btf::types::Typedef<'_>>("btf_trace_sched_switch")
+        .is_some();
+    let has_storage = btf
+        .type_by_name::<libbpf_rs::btf::types::Func<'_>>("bpf_task_storage_get")
+        .is_some();
+    has_tp && has_storage
+}
+
+/// The loaded tracer.
+pub struct Runqlat {
+    skel: RunqlatSkel<'static>,
+    attach: AttachKind,
+    ncpus: usize,
+}
+
+impl std::fmt::Debug for Runqlat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runqlat")
+            .field("attach", &self.attach)
+            .finish()
+    }
+}
+
+fn to_hist(bytes: &[u8]) -> Hist {
+    let mut slots = [0u64; SLOTS];
+    for (i, chunk) in bytes.chunks_exact(8).take(SLOTS).enumerate() {
+        slots[i] = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
+    }
+    Hist::from_slots(&slots)
+}
+
+impl Runqlat {
+    /// Loads and attaches with `cfg`.
+    pub fn load(cfg: &Config) -> Result<Self, LoadError> {
+        preflight()?;
+        let attach = if !cfg.force_raw_tp && tp_btf_supported() {
+            AttachKind::TpBtf
+        } else {
+            AttachKind::RawTp
+        };
+        capture_libbpf_log();
+        clear_log();
+        let object: &'static mut MaybeUninit<OpenObject> =
+            Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = RunqlatSkelBuilder::default()
+            .open(object)
+            .map_err(|e| failed("opening runqlat", e))?;
+        let btf = attach == AttachKind::TpBtf;
+        open.progs.rq_wakeup.set_autoload(btf);
+        open.progs.rq_wakeup_new.set_autoload(btf);
+        open.progs.rq_switch.set_autoload(btf);
+        open.progs.rq_wakeup_raw.set_autoload(!btf);
+        open.progs.rq_wakeup_new_raw.set_autoload(!btf);
+        open.progs.rq_switch_raw.set_autoload(!btf);
+        if !btf {
+            // Task-local storage may not exist on kernels that need raw_tp.
+            let _ = open.maps.start_ts.set_autocreate(false);
+        }
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("runqlat has rodata");
+        rodata.targ_tgid = cfg.pid.unwrap_or(0);
+        rodata.targ_ms = cfg.ms;
+        rodata.key_kind = match cfg.key {
+            KeyKind::None => 0,
+            KeyKind::Pid => 1,
+            KeyKind::Tid => 2,
+            KeyKind::PidNs => 3,
+        };
+        if let Some((id, level)) = cfg.cgroup {
+            rodata.filter_cg = true;
+            rodata.targ_cg_id = id;
+            rodata.targ_cg_level = level;
+        }
+        let mut skel = open.load().map_err(|e| failed("loading runqlat", e))?;
+        skel.attach().map_err(|e| failed("attaching runqlat", e))?;
+        let ncpus = libbpf_rs::num_possible_cpus().unwrap_or(1);
+        Ok(Runqlat {
+            skel,
+            attach,
+            ncpus,
+        })
+    }
+
+    /// Which attachment was chosen.
+    pub fn attach_kind(&self) -> AttachKind {
+        self.attach
+    }
+
+    /// The cumulative unkeyed histogram of each possible CPU.
+    pub fn read_per_cpu(&self) -> io::Result<Vec<Hist>> {
+        let key = 0u32.to_ne_bytes();
+        let vals = self
+            .skel
+            .maps
+            .hist
+            .lookup_percpu(&key, MapFlags::ANY)
+            .map_err(io::Error::other)?
+            .unwrap_or_default();
+        let mut out: Vec<Hist> = vals.iter().map(|v| to_hist(v)).collect();
+        out.resize(self.ncpus.max(out.len()), Hist::default());
+        Ok(out)
+    }
+
+    /// The cumulative keyed histograms, read in batches of 256.
+    pub fn read_keyed(&self) -> io::Result<Vec<(u32, Hist)>> {
+        let iter = self
+            .skel
+            .maps
+            .keyed
+            .lookup_batch(256, MapFlags::ANY, MapFlags::ANY)
+            .map_err(io::Error::other)?;
+        let mut out: Vec<(u32, Hist)> = iter
+            .map(|(k, v)| {
+                let key = u32::from_ne_bytes(k[..4].try_into().expect("4-byte key"));
+                (key, to_hist(&v))
+            })
+            .collect();
+        out.sort_unstable_by_key(|(k, _)| *k);
+        Ok(out)
+    }
+
+    /// Removes keyed entries (keys that stopped changing, e.g. exited processes).
+    pub fn forget_keys(&self, keys: &[u32]) {
+        for k in keys {
+            let _ = self.skel.maps.keyed.delete(&k.to_ne_bytes());
+        }
+    }
+
+    /// The largest latency recorded since the last call (ns), and resets it.
+    pub fn take_max_ns(&self) -> io::Result<u64> {
+        let key = 0u32.to_ne_bytes();
+        let map = &self.skel.maps.max_ns;
+        let vals = map
+            .lookup_percpu(&key, MapFlags::ANY)
+            .map_err(io::Error::other)?
+            .unwrap_or_default();
+        let max = vals
+            .iter()
+            .map(|v| u64::from_ne_bytes(v[..8].try_into().expect("8 bytes")))
+            .max()
+            .unwrap_or(0);
+        let zeros = vec![vec![0u8; 8]; vals.len()];
+        map.update_percpu(&key, &zeros, MapFlags::ANY)
+            .map_err(io::Error::other)?;
+        Ok(max)
+    }
+
+    /// The attached programs (for BPF run-time statistics).
+    pub fn programs(&self) -> Vec<(&'static str, BorrowedFd<'_>)> {
+        let p = &self.skel.progs;
+        match self.attach {
+            AttachKind::TpBtf => vec![
+                ("sched_switch", p.rq_switch.as_fd()),
+                ("sched_wakeup", p.rq_wakeup.as_fd()),
+                ("sched_wakeup_new", p.rq_wakeup_new.as_fd()),
+            ],
+            AttachKind::RawTp => vec![
+                ("sched_switch", p.rq_switch_raw.as_fd()),
+                ("sched_wakeup", p.rq_wakeup_raw.as_fd()),
+                ("sched_wakeup_new", p.rq_wakeup_new_raw.as_fd()),
+            ],
+        }
+    }
+}
