@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps (default: all). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat (default: all). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -140,6 +140,51 @@ section_ps() {
   $K ps --unpin >/dev/null 2>&1
 }
 
+# ns per event of each named program (bpftool prog show, with bpf_stats_enabled).
+prog_ns() {
+  bpftool prog show -j 2>/dev/null | tr '}' '\n' | grep -E "\"name\":\"$1\"" |
+    sed -E 's/.*"run_time_ns":([0-9]+).*"run_cnt":([0-9]+).*/\1 \2/' |
+    awk '{t+=$1; c+=$2} END {if (c) printf "%.0f ns x %d", t/c, c; else print "n/a"}'
+}
+
+section_runqlat() {
+  echo "== runqlat per-event cost: kernstat and libbpf-tools attached together, same run (10 s,"
+  echo "   stress-ng --cpu 4 plus perf bench sched pipe for switches; kernel BPF stats)"
+  sysctl -qw kernel.bpf_stats_enabled=1
+  /usr/sbin/runqlat 12 1 >/dev/null &
+  local a=$!
+  sleep 1
+  $K runqlat 11 1 >/dev/null 2>&1 &
+  local b=$!
+  sleep 1
+  stress-ng --cpu 4 --timeout 8 >/dev/null 2>&1 &
+  perf bench sched pipe -l 400000 >/dev/null 2>&1 &
+  sleep 8
+  echo "sched_switch:  kernstat $(prog_ns rq_switch)   libbpf-tools $(prog_ns sched_switch)"
+  echo "sched_wakeup:  kernstat $(prog_ns rq_wakeup)   libbpf-tools $(prog_ns sched_wakeup)"
+  wait $a $b 2>/dev/null
+  wait
+  sysctl -qw kernel.bpf_stats_enabled=0
+  echo "== perf bench sched pipe pinned to CPU 0 with each tracer attached alone (7 alternating runs, ops/s median)"
+  local with_k=() with_l=() none=()
+  for _ in $(seq 7); do
+    none+=("$(taskset -c 0 perf bench sched pipe -l 200000 2>/dev/null | awk '/ops\/sec/ {print $1}')")
+    $K runqlat 30 1 >/dev/null 2>&1 &
+    local p=$!; sleep 1
+    with_k+=("$(taskset -c 0 perf bench sched pipe -l 200000 2>/dev/null | awk '/ops\/sec/ {print $1}')")
+    kill -INT $p; wait $p 2>/dev/null
+    /usr/sbin/runqlat 30 1 >/dev/null 2>&1 &
+    p=$!; sleep 1
+    with_l+=("$(taskset -c 0 perf bench sched pipe -l 200000 2>/dev/null | awk '/ops\/sec/ {print $1}')")
+    kill -INT $p; wait $p 2>/dev/null
+  done
+  local n k l
+  n=$(printf '%s\n' "${none[@]}" | median)
+  k=$(printf '%s\n' "${with_k[@]}" | median)
+  l=$(printf '%s\n' "${with_l[@]}" | median)
+  echo "no tracer: $n  kernstat runqlat: $k  libbpf-tools runqlat: $l  (kernstat/libbpf-tools $(awk -v k="$k" -v l="$l" 'BEGIN {printf "%.3f", k/l}'))"
+}
+
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat)
 for s in "${sections[@]}"; do "section_$s"; done

@@ -96,6 +96,9 @@ pub fn plot(
     }
 }
 
+/// A line of the percentile chart: its label, colour, and how to read it from a point.
+type Series = (&'static str, RGBColor, fn(&Point) -> f64);
+
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     unit: &str,
@@ -127,7 +130,7 @@ where
         .y_desc(unit)
         .draw()
         .map_err(e)?;
-    let series: [(&str, RGBColor, fn(&Point) -> f64); 4] = [
+    let series: [Series; 4] = [
         ("p50", BLUE, |p| p.p50),
         ("p90", GREEN, |p| p.p90),
         ("p99", RGBColor(230, 120, 0), |p| p.p99),

@@ -27,6 +27,8 @@ const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
 
 /// The cgroup v2 id (its directory's inode) and level (depth below the root) of `path`.
 fn cgroup_target(path: &Path) -> anyhow::Result<(u64, i32)> {
+    // f_type's width differs between architectures: the cast is not always a no-op.
+    #[allow(clippy::unnecessary_cast)]
     let is_cg2 = |p: &Path| {
         rustix::fs::statfs(p)
             .map(|s| s.f_type as i64 == CGROUP2_SUPER_MAGIC)

@@ -30,6 +30,8 @@ echo "PSERR $(cat /tmp/ps.err)"
 echo "PS1 $(head -1 /tmp/ps.json)"
 echo "PSBUSY $(tail -1 /tmp/ps.json)"
 /bin/kernstat ps --pin /sys/fs/bpf/ks 2>/dev/null; echo "PINRC $?"
+echo "RQ $(/bin/kernstat runqlat --json 1 1 2>/dev/null)"
+echo "RQRAW $(/bin/kernstat runqlat --raw-tp --json 1 1 2>/dev/null)"
 echo "PINNED $(cat /sys/fs/bpf/ks/ps_v1 | head -c 4)"
 kill $busy
 "#;
