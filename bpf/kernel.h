@@ -15,6 +15,10 @@
 #ifndef KERNSTAT_KERNEL_H
 #define KERNSTAT_KERNEL_H
 
+/* Tells bpf_tracing.h that struct pt_regs has the kernel's field names (di, si, ...),
+ * as with a generated vmlinux.h. */
+#define __VMLINUX_H__ 1
+
 typedef signed char __s8;
 typedef unsigned char __u8;
 typedef short __s16;
@@ -51,6 +55,63 @@ struct mm_struct {
 	unsigned long total_vm;
 	unsigned long arg_start;
 	unsigned long arg_end;
+};
+
+struct inode {
+	unsigned short i_mode;
+	__u32 i_rdev;
+};
+
+struct file {
+	struct inode *f_inode;
+};
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+};
+
+struct files_struct {
+	struct fdtable *fdt;
+};
+
+struct iovec {
+	void *iov_base;
+	size_t iov_len;
+};
+
+struct user_msghdr {
+	void *msg_name;
+	int msg_namelen;
+	struct iovec *msg_iov;
+	size_t msg_iovlen;
+};
+
+#if defined(__TARGET_ARCH_x86)
+/* x86_64 syscall wrappers take the user registers; bpf_tracing.h reads arguments from
+ * these fields by name. */
+struct pt_regs {
+	unsigned long di;
+	unsigned long si;
+	unsigned long dx;
+	unsigned long cx;
+	unsigned long r10;
+	unsigned long r8;
+	unsigned long r9;
+};
+#else
+struct pt_regs;
+#endif
+
+/* The raw syscall tracepoints' context (syscalls:sys_enter_* and sys_exit_*). */
+struct trace_event_raw_sys_enter {
+	long id;
+	unsigned long args[6];
+};
+
+struct trace_event_raw_sys_exit {
+	long id;
+	long ret;
 };
 
 struct kernfs_node {
@@ -137,6 +198,7 @@ struct task_struct {
 	struct task_io_accounting ioac;
 	struct css_set *cgroups;
 	struct nsproxy *nsproxy;
+	struct files_struct *files;
 };
 
 struct seq_file;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat (default: all). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes (default: all). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -185,6 +185,53 @@ section_runqlat() {
   echo "no tracer: $n  kernstat runqlat: $k  libbpf-tools runqlat: $l  (kernstat/libbpf-tools $(awk -v k="$k" -v l="$l" 'BEGIN {printf "%.3f", k/l}'))"
 }
 
+# Median "write NS getppid NS" of 7 runs of ks-workload syscall-cost on CPU 0.
+syscall_cost() {
+  local w="" g="" out
+  for _ in $(seq 7); do
+    out=$(taskset -c 0 $W syscall-cost 2000000)
+    w="$w $(echo "$out" | awk '{print $2}')"
+    g="$g $(echo "$out" | awk '{print $4}')"
+  done
+  echo "write $(echo $w | tr ' ' '\n' | median) ns, getppid $(echo $g | tr ' ' '\n' | median) ns"
+}
+
+section_writes() {
+  echo "== writes: start to attached (median of 11, ms; the command's own figure)"
+  local a=""
+  for _ in $(seq 11); do
+    a="$a $($K writes 1 1 2>&1 >/dev/null | grep -o 'attached in [0-9.]*' | awk '{print $3}')"
+  done
+  echo "$(echo $a | tr ' ' '\n' | median) ms ($($K writes 1 1 2>&1 >/dev/null | grep -o '(fexit\|(tracepoints' | tr -d '('))"
+  echo "== writes: resident memory while tracing every process (VmRSS after 5 s)"
+  $K writes 10 1 >/dev/null 2>&1 &
+  local p=$!
+  sleep 5; grep VmRSS /proc/$p/status; kill -INT $p; wait $p 2>/dev/null
+  echo "== cost of 1-byte writes and of getppid for a process that is NOT traced (CPU 0, medians)"
+  echo "nothing attached:                 $(syscall_cost)"
+  $K writes -p 1 60 1 >/dev/null 2>&1 & p=$!; sleep 1
+  echo "kernstat writes -p 1:             $(syscall_cost)"
+  kill -INT $p; wait $p 2>/dev/null
+  if command -v bpftrace >/dev/null; then
+    bpftrace -e 'tracepoint:syscalls:sys_enter_write /pid == 1/ { @ = hist(args->count); }' >/dev/null 2>&1 & p=$!; sleep 3
+    echo "bpftrace sys_enter_write /pid==1/: $(syscall_cost)"
+    kill -INT $p; wait $p 2>/dev/null
+  fi
+  echo "== cost for the traced process itself, and per-event program cost (BPF stats)"
+  sysctl -qw kernel.bpf_stats_enabled=1
+  $K writes -c ks-workload 60 1 >/dev/null 2>&1 & p=$!; sleep 1
+  echo "kernstat writes -c ks-workload:   $(syscall_cost)"
+  echo "program cost per traced write: enter $(prog_ns tp_enter_write), exit $(prog_ns tp_exit_write), fexit $(prog_ns fx_write)"
+  kill -INT $p; wait $p 2>/dev/null
+  if command -v bpftrace >/dev/null; then
+    bpftrace -e 'tracepoint:syscalls:sys_enter_write /comm == "ks-workload"/ { @ = hist(args->count); }' >/dev/null 2>&1 & p=$!; sleep 3
+    echo "bpftrace, traced:                 $(syscall_cost)"
+    echo "bpftrace program cost per write: $(prog_ns sys_enter_write)"
+    kill -INT $p; wait $p 2>/dev/null
+  fi
+  sysctl -qw kernel.bpf_stats_enabled=0
+}
+
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes)
 for s in "${sections[@]}"; do "section_$s"; done

@@ -12,6 +12,7 @@ pub mod ps;
 pub mod runqlat;
 pub mod sampler;
 pub mod stats;
+pub mod writes;
 
 /// Generated skeletons (libbpf-cargo); not part of the public API.
 #[allow(
@@ -30,6 +31,9 @@ mod skel {
     }
     pub mod runqlat {
         include!(concat!(env!("OUT_DIR"), "/runqlat.skel.rs"));
+    }
+    pub mod writes {
+        include!(concat!(env!("OUT_DIR"), "/writes.skel.rs"));
     }
 }
 

@@ -13,6 +13,7 @@ pub mod ps;
 pub mod raw;
 pub mod text;
 pub mod top;
+pub mod writes;
 
 pub use model::{Level, MemModel, Model, ModelOptions, ProcRate, Threshold, Thresholds, TOP_N};
 pub use raw::{

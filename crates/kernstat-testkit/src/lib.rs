@@ -233,6 +233,59 @@ impl Drop for Workload {
     }
 }
 
+/// A workload that waits for a go-ahead on stdin (`ks-workload writes ...`).
+#[derive(Debug)]
+pub struct Gated {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Gated {
+    /// Starts `ks-workload ARGS...` and waits for "ready".
+    pub fn start(args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(workload_bin())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("start ks-workload");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read ready");
+        assert_eq!(line.trim(), "ready", "ks-workload {args:?}");
+        Gated {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    /// Its pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Lets it do its work and waits until it says "done".
+    pub fn go(&mut self) {
+        use std::io::{BufRead, Write};
+        self.stdin.write_all(b"go\n").expect("send go");
+        self.stdin.flush().ok();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read done");
+        assert_eq!(line.trim(), "done");
+    }
+}
+
+impl Drop for Gated {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// /proc/PID/stat utime + stime in nanoseconds (all threads, live and exited).
 pub fn proc_cpu_ns(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read stat");

@@ -29,6 +29,8 @@ pub enum Command {
     /// Run-queue latency histograms (libbpf-tools runqlat's flags, plus -C, --csv,
     /// --json, --plot).
     Runqlat(RunqlatArgs),
+    /// Write-size (or read-size) histograms per process, and a small-write verdict.
+    Writes(WritesArgs),
 }
 
 /// Output formats of `bar`.
@@ -307,6 +309,42 @@ pub struct RunqlatArgs {
     /// Seconds per interval (default: one interval, until Ctrl-C).
     pub interval: Option<u64>,
     /// Number of intervals (default: until Ctrl-C).
+    pub count: Option<u64>,
+}
+
+/// `kernstat writes`.
+#[derive(Clone, Debug, Args)]
+pub struct WritesArgs {
+    /// Trace this process (repeatable, up to 8); default: every process.
+    #[arg(short = 'p', long)]
+    pub pid: Vec<u32>,
+    /// Trace processes with this command name.
+    #[arg(short = 'c', long)]
+    pub comm: Option<String>,
+    /// The read family (read, pread64, readv, preadv, recvfrom, recvmsg) instead.
+    #[arg(long)]
+    pub reads: bool,
+    /// Show the N processes with the most calls.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// One JSON object per interval.
+    #[arg(long)]
+    pub json: bool,
+    /// A call moving fewer bytes than this is small.
+    #[arg(long, default_value_t = 512)]
+    pub small_bytes: u64,
+    /// Small-write syndrome needs at least this many calls per second...
+    #[arg(long, default_value_t = 100.0)]
+    pub min_rate: f64,
+    /// ...of which at least this share are small.
+    #[arg(long, default_value_t = 0.8)]
+    pub small_share: f64,
+    /// Use the syscall tracepoints even where fexit works.
+    #[arg(long)]
+    pub tracepoints: bool,
+    /// Seconds per interval (default: one report, at Ctrl-C).
+    pub interval: Option<u64>,
+    /// Number of intervals.
     pub count: Option<u64>,
 }
 

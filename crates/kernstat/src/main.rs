@@ -16,6 +16,7 @@ mod selfcost;
 mod signals;
 mod snapshot;
 mod stdout;
+mod writes;
 
 use clap::Parser;
 
@@ -29,6 +30,7 @@ fn main() {
         cli::Command::Snapshot(a) => snapshot::run(a),
         cli::Command::Ps(a) => ps::run(a),
         cli::Command::Runqlat(a) => runqlat::run(a),
+        cli::Command::Writes(a) => writes::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -32,6 +32,9 @@ echo "PSBUSY $(tail -1 /tmp/ps.json)"
 /bin/kernstat ps --pin /sys/fs/bpf/ks 2>/dev/null; echo "PINRC $?"
 echo "RQ $(/bin/kernstat runqlat --json 1 1 2>/dev/null)"
 echo "RQRAW $(/bin/kernstat runqlat --raw-tp --json 1 1 2>/dev/null)"
+(sleep 4; echo go) | /bin/ks-workload writes unbuffered 1000 25 /tmp/w1 > /dev/null &
+echo "WR $(/bin/kernstat writes -c ks-workload --json 8 1 2>/tmp/wr.err)"
+echo "WRERR $(cat /tmp/wr.err)"
 echo "PINNED $(cat /sys/fs/bpf/ks/ps_v1 | head -c 4)"
 kill $busy
 "#;
@@ -56,6 +59,7 @@ fn sampler_loads_and_agrees_with_proc_on_linux_6_1() {
     let out = Command::new(runner)
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_kernstat"))
+        .arg(kernstat_testkit::workload_bin())
         .output()
         .expect("run scripts/oldkernel.sh");
     let stdout = String::from_utf8_lossy(&out.stdout);

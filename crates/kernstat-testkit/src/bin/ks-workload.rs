@@ -10,6 +10,17 @@
 //!   ks-workload alloc MIB            allocate and touch MIB MiB
 //!   ks-workload idle N               N idle child processes (killed with us)
 //!   ks-workload zombie               a child that exits and is never reaped ("ready PID")
+//!   ks-workload writes MODE N SIZE PATH
+//!                                    after "ready", waits for a line on stdin, then writes
+//!                                    N records of SIZE bytes to PATH ("-": stdout) and
+//!                                    prints "done": MODE unbuffered (one write(2) each),
+//!                                    flushed (a BufWriter flushed after each record),
+//!                                    buffered (an 8 KiB stdio-style buffer, flushed at the end),
+//!                                    writev (one writev(2) of three buffers, N times),
+//!                                    kinds (one write each to a file, a pipe and a UDP
+//!                                    socket, and one sendto and one sendmsg)
+//!   ks-workload syscall-cost N       time N 1-byte writes to /dev/null and N getppid
+//!                                    calls; print "write NS getppid NS" (per call) and exit
 //!   ks-workload dstate               block in uninterruptible sleep (D): a vfork-style
 //!                                    clone whose child never execs ("ready CHILD_PID";
 //!                                    kill the child to release us)
@@ -116,6 +127,29 @@ fn main() {
             }
         }
         Some("dstate") => dstate(),
+        Some("writes") => gated_writes(&args),
+        Some("syscall-cost") => {
+            use std::os::fd::AsRawFd;
+            let n = arg(&args, 2, "N");
+            let null = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .unwrap();
+            let fd = null.as_raw_fd();
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                // SAFETY: a valid fd and a one-byte buffer.
+                unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) };
+            }
+            let w = t.elapsed().as_nanos() as f64 / n as f64;
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                // SAFETY: getppid has no preconditions.
+                unsafe { libc::getppid() };
+            }
+            let g = t.elapsed().as_nanos() as f64 / n as f64;
+            println!("write {w:.0} getppid {g:.0}");
+        }
         _ => {
             eprintln!("usage: ks-workload burn|write|alloc|idle ... (see the source header)");
             std::process::exit(2);
@@ -170,4 +204,103 @@ fn dstate() -> ! {
     // Only reached after the child is killed.
     std::hint::black_box(&stack);
     ready_and_wait();
+}
+
+fn gated_writes(args: &[String]) -> ! {
+    use std::io::BufRead;
+    use std::os::fd::AsRawFd;
+    let mode = args
+        .get(2)
+        .expect("ks-workload writes MODE N SIZE PATH")
+        .clone();
+    let n = arg(args, 3, "N") as usize;
+    let size = arg(args, 4, "SIZE") as usize;
+    let path = args.get(5).expect("PATH").clone();
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "ready");
+    let _ = out.flush();
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .expect("wait for go");
+    let record = vec![b'x'; size];
+    let file = std::fs::File::create(&path).expect("create PATH");
+    match mode.as_str() {
+        "unbuffered" => {
+            let mut f = &file;
+            for _ in 0..n {
+                f.write_all(&record).unwrap();
+            }
+        }
+        "flushed" => {
+            let mut w = std::io::BufWriter::with_capacity(8192, &file);
+            for _ in 0..n {
+                w.write_all(&record).unwrap();
+                w.flush().unwrap();
+            }
+        }
+        "buffered" => {
+            // A stdio-style 8 KiB buffer: filled to the brim (records split across
+            // flushes), so every write but the last is exactly 8,192 bytes. (Rust's
+            // BufWriter flushes before a record that does not fit: 8,175-byte writes.)
+            let mut f = &file;
+            let mut buf = Vec::with_capacity(8192);
+            for _ in 0..n {
+                let mut rest = &record[..];
+                while !rest.is_empty() {
+                    let take = rest.len().min(8192 - buf.len());
+                    buf.extend_from_slice(&rest[..take]);
+                    rest = &rest[take..];
+                    if buf.len() == 8192 {
+                        f.write_all(&buf).unwrap();
+                        buf.clear();
+                    }
+                }
+            }
+            f.write_all(&buf).unwrap();
+        }
+        "writev" => {
+            let bufs = [
+                std::io::IoSlice::new(&record),
+                std::io::IoSlice::new(&record),
+                std::io::IoSlice::new(&record),
+            ];
+            for _ in 0..n {
+                let mut f = &file;
+                let _ = f.write_vectored(&bufs).unwrap();
+            }
+        }
+        "kinds" => {
+            let mut f = &file;
+            f.write_all(&record).unwrap();
+            let (mut r, mut w) = std::io::pipe().expect("pipe");
+            w.write_all(&record).unwrap();
+            let mut back = vec![0u8; size];
+            std::io::Read::read_exact(&mut r, &mut back).unwrap();
+            let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            tx.connect(rx.local_addr().unwrap()).unwrap();
+            // write(2) on a connected socket, then sendto(2) and sendmsg(2).
+            // SAFETY: plain syscalls on valid buffers and fds.
+            unsafe {
+                libc::write(tx.as_raw_fd(), record.as_ptr().cast(), size);
+            }
+            tx.send(&record).unwrap();
+            let iov = libc::iovec {
+                iov_base: record.as_ptr() as *mut _,
+                iov_len: size,
+            };
+            // SAFETY: msghdr points at one valid iovec; no name, no control data.
+            unsafe {
+                let mut msg: libc::msghdr = std::mem::zeroed();
+                msg.msg_iov = &iov as *const _ as *mut _;
+                msg.msg_iovlen = 1;
+                libc::sendmsg(tx.as_raw_fd(), &msg, 0);
+            }
+        }
+        other => panic!("ks-workload writes: unknown mode {other}"),
+    }
+    drop(file);
+    wait_after("done")
 }

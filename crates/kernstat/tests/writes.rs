@@ -1,0 +1,233 @@
+//! `kernstat writes` on workloads whose answers are known exactly (ks-workload writes):
+//! 5,000 unbuffered 25-byte writes, the same through a BufWriter flushed per record, the
+//! same through an 8 KiB BufWriter, writev of three buffers, and one call of each kind
+//! to a file, a pipe and a socket. Needs root (CI=true: must run).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use kernstat_testkit::{bpf_gate, Gated};
+use serde_json::Value;
+
+fn kernstat() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kernstat"))
+}
+
+/// Traces `workload` (started gated) with `kernstat writes EXTRA... --json`, lets it run,
+/// stops kernstat with SIGINT and returns its one report.
+fn trace(workload: &[&str], extra: &[&str], by_pid: bool) -> (u32, Value) {
+    let mut w = Gated::start(workload);
+    let pid = w.pid().to_string();
+    let mut args = vec!["writes", "--json"];
+    if by_pid {
+        args.extend_from_slice(&["-p", &pid]);
+    }
+    args.extend_from_slice(extra);
+    let mut k = Command::new(kernstat())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(k.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.starts_with("Tracing"), "kernstat writes: {line}");
+    w.go();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(k.id() as i32, libc::SIGINT) };
+    let mut out = String::new();
+    k.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    let status = k.wait().unwrap();
+    assert!(status.success(), "{out}");
+    (
+        w.pid(),
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}")),
+    )
+}
+
+fn process(report: &Value, pid: u32) -> &Value {
+    report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == pid)
+        .unwrap_or_else(|| panic!("pid {pid} in {report}"))
+}
+
+fn by<'a>(p: &'a Value, syscall: &str, kind: &str) -> &'a Value {
+    p["by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["syscall"] == syscall && b["kind"] == kind)
+        .unwrap_or_else(|| panic!("{syscall} to {kind} in {p}"))
+}
+
+/// The non-empty buckets as (lo, hi, count).
+fn nonzero(buckets: &Value) -> Vec<(u64, u64, u64)> {
+    buckets
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["lo"].as_u64().unwrap(),
+                b["hi"].as_u64().unwrap(),
+                b["count"].as_u64().unwrap(),
+            )
+        })
+        .filter(|b| b.2 > 0)
+        .collect()
+}
+
+fn tmpfile(name: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let p = dir.path().join(name).to_string_lossy().into_owned();
+    (dir, p)
+}
+
+#[test]
+fn unbuffered_and_flushed_writes_are_5000_small_writes() {
+    if !bpf_gate() {
+        return;
+    }
+    for mode in ["unbuffered", "flushed"] {
+        let (_d, path) = tmpfile(mode);
+        let (pid, r) = trace(&["writes", mode, "5000", "25", &path], &[], true);
+        let p = process(&r, pid);
+        let w = by(p, "write", "file");
+        assert_eq!(w["calls"], 5000, "{mode}");
+        assert_eq!(
+            nonzero(&w["asked"]),
+            vec![(16, 31, 5000)],
+            "{mode}: every write asked 25 bytes"
+        );
+        assert_eq!(
+            nonzero(&w["done"]),
+            vec![(16, 31, 5000)],
+            "{mode}: every write wrote 25 bytes"
+        );
+        assert_eq!(w["done_bytes"], 125_000);
+        assert_eq!(p["small_writes"], true, "{mode}: {p}");
+        assert!(
+            p["advice"].as_str().unwrap().contains("buffer the writes"),
+            "{p}"
+        );
+    }
+}
+
+#[test]
+fn an_8_kib_buffer_makes_15_big_writes_and_one_rest() {
+    if !bpf_gate() {
+        return;
+    }
+    let (_d, path) = tmpfile("buffered");
+    let (pid, r) = trace(&["writes", "buffered", "5000", "25", &path], &[], true);
+    let p = process(&r, pid);
+    let w = by(p, "write", "file");
+    assert_eq!(w["calls"], 16);
+    // 125,000 bytes: 15 x 8,192 and the remaining 2,120.
+    assert_eq!(
+        nonzero(&w["asked"]),
+        vec![(2048, 4095, 1), (8192, 16383, 15)]
+    );
+    assert_eq!(w["asked_bytes"], 125_000);
+    assert_eq!(p["small_writes"], false, "{p}");
+    assert_eq!(p["advice"], "");
+}
+
+#[test]
+fn writev_counts_once_with_the_total_size() {
+    if !bpf_gate() {
+        return;
+    }
+    let (_d, path) = tmpfile("writev");
+    let (pid, r) = trace(&["writes", "writev", "1", "25", &path], &[], true);
+    let p = process(&r, pid);
+    let v = by(p, "writev", "file");
+    assert_eq!(v["calls"], 1);
+    assert_eq!(v["asked_bytes"], 75, "three buffers of 25 bytes, one call");
+    assert_eq!(nonzero(&v["asked"]), vec![(64, 127, 1)]);
+}
+
+#[test]
+fn file_kinds_and_socket_calls() {
+    if !bpf_gate() {
+        return;
+    }
+    let (_d, path) = tmpfile("kinds");
+    let (pid, r) = trace(&["writes", "kinds", "1", "100", &path], &[], true);
+    let p = process(&r, pid);
+    for (sys, kind) in [
+        ("write", "file"),
+        ("write", "socket"),
+        ("sendto", "socket"),
+        ("sendmsg", "socket"),
+    ] {
+        let b = by(p, sys, kind);
+        assert_eq!(b["calls"], 1, "{sys} to {kind}: {b}");
+        assert_eq!(b["asked_bytes"], 100, "{sys} to {kind}");
+        assert_eq!(b["done_bytes"], 100, "{sys} to {kind}");
+    }
+    // The pipe got our 100 bytes, and the workload's own "done\n" on its stdout pipe.
+    let pipe = by(p, "write", "pipe");
+    assert_eq!(
+        nonzero(&pipe["asked"]),
+        vec![(4, 7, 1), (64, 127, 1)],
+        "{pipe}"
+    );
+    // --reads: the same workload's read of the pipe.
+    let (_d2, path2) = tmpfile("kinds-reads");
+    let (pid, r) = trace(&["writes", "kinds", "1", "100", &path2], &["--reads"], true);
+    assert_eq!(r["family"], "reads");
+    let b = by(process(&r, pid), "read", "pipe");
+    assert_eq!(b["done_bytes"], 100, "{b}");
+}
+
+#[test]
+fn a_comm_filter_and_no_filter_find_the_writer() {
+    if !bpf_gate() {
+        return;
+    }
+    let (_d, path) = tmpfile("comm");
+    let (pid, r) = trace(
+        &["writes", "unbuffered", "300", "25", &path],
+        &["-c", "ks-workload"],
+        false,
+    );
+    let procs = r["processes"].as_array().unwrap();
+    assert!(procs.iter().all(|p| p["comm"] == "ks-workload"), "{r}");
+    assert_eq!(by(process(&r, pid), "write", "file")["calls"], 300);
+    let (_d, path) = tmpfile("all");
+    let (pid, r) = trace(
+        &["writes", "unbuffered", "300", "25", &path],
+        &["--top", "1000"],
+        false,
+    );
+    assert_eq!(by(process(&r, pid), "write", "file")["calls"], 300);
+}
+
+#[test]
+fn bad_input() {
+    for (args, needle) in [
+        (
+            &["writes", "-c", "a-very-long-command-name"][..],
+            "at most 15 bytes",
+        ),
+        (&["writes", "--small-share", "2"][..], "between 0 and 1"),
+        (
+            &[
+                "writes", "-p", "1", "-p", "2", "-p", "3", "-p", "4", "-p", "5", "-p", "6", "-p",
+                "7", "-p", "8", "-p", "9",
+            ][..],
+            "at most 8",
+        ),
+    ] {
+        let out = Command::new(kernstat()).args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
