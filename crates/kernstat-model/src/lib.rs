@@ -15,7 +15,9 @@ pub mod text;
 pub mod top;
 pub mod writes;
 
-pub use model::{Level, MemModel, Model, ModelOptions, ProcRate, Threshold, Thresholds, TOP_N};
+pub use model::{
+    Alert, Level, MemModel, Model, ModelOptions, ProcRate, Threshold, Thresholds, TOP_N,
+};
 pub use raw::{
     BatterySample, Comm, CoreTimes, GpuDriver, GpuSample, Hardware, MemInfo, ProcSample, Psi,
     PsiLine, RawSample, Source, SystemSample, TaskTable,

@@ -5,7 +5,7 @@
 //! `Model::update` reuses the model's own buffers: after the first call it does not
 //! allocate unless the number of processes grows past every earlier sample.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::raw::{Comm, Hardware, MemInfo, Psi, RawSample, Source};
 use crate::top::{Top, TopEntry};
@@ -14,14 +14,15 @@ use crate::top::{Top, TopEntry};
 pub const TOP_N: usize = 5;
 
 /// One process over the interval between two samples.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProcRate {
     /// Process id.
     pub pid: u32,
     /// Command name.
     pub comm: Comm,
     /// /proc state letter.
-    #[serde(serialize_with = "ser_state")]
+    #[serde(serialize_with = "ser_state", deserialize_with = "de_state")]
     pub state: u8,
     /// Kernel thread.
     pub kthread: bool,
@@ -48,8 +49,41 @@ fn ser_state<S: serde::Serializer>(state: &u8, s: S) -> Result<S::Ok, S::Error> 
     s.serialize_str(std::str::from_utf8(&buf).unwrap_or("?"))
 }
 
+fn de_state<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+    Ok(s.bytes().next().unwrap_or(b'?'))
+}
+
+/// Which metric set the alert level (Waybar's `alt`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Alert {
+    /// CPU busy percent.
+    Cpu,
+    /// Memory used percent.
+    Mem,
+    /// Temperature.
+    Temp,
+    /// Nothing above its warning threshold.
+    #[default]
+    Ok,
+}
+
+impl Alert {
+    /// The name as shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Alert::Cpu => "cpu",
+            Alert::Mem => "mem",
+            Alert::Temp => "temp",
+            Alert::Ok => "ok",
+        }
+    }
+}
+
 /// Memory figures derived from MemInfo.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MemModel {
     /// Total RAM, bytes.
     pub total_bytes: u64,
@@ -80,7 +114,7 @@ impl MemModel {
 }
 
 /// Alert level, as Waybar's `class`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     /// Nothing above its warning threshold.
@@ -164,7 +198,8 @@ pub struct ModelOptions {
 }
 
 /// Everything derived from two samples.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Model {
     /// Where the task numbers came from.
     pub source: Source,
@@ -218,7 +253,7 @@ pub struct Model {
     /// The alert level.
     pub level: Level,
     /// Which metric set the level: "cpu", "mem", "temp", or "ok".
-    pub alert: &'static str,
+    pub alert: Alert,
     /// Every process, sorted by pid.
     pub procs: Vec<ProcRate>,
 }
@@ -284,7 +319,13 @@ impl Model {
 
         self.update_procs(prev, cur, dt, opts);
 
-        let (level, alert) = self.alert_level(&opts.thresholds);
+        self.apply_thresholds(&opts.thresholds);
+    }
+
+    /// Recomputes the alert level with other thresholds (a bar reading the daemon's
+    /// model applies its own --warn and --crit).
+    pub fn apply_thresholds(&mut self, t: &Thresholds) {
+        let (level, alert) = self.alert_level(t);
         self.level = level;
         self.alert = alert;
     }
@@ -365,17 +406,17 @@ impl Model {
         }
     }
 
-    fn alert_level(&self, t: &Thresholds) -> (Level, &'static str) {
-        let mut worst = (Level::Normal, "ok");
-        let mut consider = |level: Level, name: &'static str| {
+    fn alert_level(&self, t: &Thresholds) -> (Level, Alert) {
+        let mut worst = (Level::Normal, Alert::Ok);
+        let mut consider = |level: Level, name: Alert| {
             if level > worst.0 {
                 worst = (level, name);
             }
         };
-        consider(t.cpu.level(self.cpu_percent), "cpu");
-        consider(t.mem.level(self.mem.used_percent), "mem");
+        consider(t.cpu.level(self.cpu_percent), Alert::Cpu);
+        consider(t.mem.level(self.mem.used_percent), Alert::Mem);
         if let Some(temp) = self.hw.temp_c {
-            consider(t.temp.level(temp as f64), "temp");
+            consider(t.temp.level(temp as f64), Alert::Temp);
         }
         worst
     }
@@ -510,7 +551,7 @@ mod tests {
         m.update(&a, &b, &ModelOptions::default());
         // CPU 95 % is critical; temperature only warning.
         assert_eq!(m.level, Level::Critical);
-        assert_eq!(m.alert, "cpu");
+        assert_eq!(m.alert, Alert::Cpu);
     }
 
     #[test]

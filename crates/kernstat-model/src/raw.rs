@@ -7,12 +7,12 @@
 //! The types are sized once and reused: a sampling loop fills the same `RawSample` again
 //! and again without allocating (vectors are cleared, never dropped).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::text::ShortStr;
 
 /// Which mechanism produced a sample.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// The BPF task iterator and exit hooks.
@@ -119,7 +119,8 @@ pub struct CoreTimes {
 }
 
 /// Memory, from /proc/meminfo, in bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MemInfo {
     /// MemTotal.
     pub total: u64,
@@ -134,7 +135,8 @@ pub struct MemInfo {
 }
 
 /// One pressure-stall line (/proc/pressure/*): the 10 s average and the cumulative total.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PsiLine {
     /// Percentage of the last 10 s that tasks were stalled.
     pub avg10: f32,
@@ -145,7 +147,8 @@ pub struct PsiLine {
 }
 
 /// Pressure stall information; `None` where the kernel lacks the file.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Psi {
     /// Some tasks stalled on CPU.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -165,7 +168,7 @@ pub struct Psi {
 }
 
 /// Which GPU driver a reading came from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GpuDriver {
     /// Intel i915 (busy from RC6 residency).
@@ -176,7 +179,8 @@ pub enum GpuDriver {
 }
 
 /// One GPU reading.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct GpuSample {
     /// Which driver's files were read.
     pub driver: GpuDriver,
@@ -203,7 +207,8 @@ pub struct GpuSample {
 }
 
 /// A battery reading.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BatterySample {
     /// Charge in percent.
     pub percent: f32,
@@ -216,7 +221,8 @@ pub struct BatterySample {
 
 /// Hardware readings from sysfs; each is `None` where the machine lacks it (and is then
 /// left out of JSON output).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Hardware {
     /// CPU temperature in degrees Celsius.
     #[serde(skip_serializing_if = "Option::is_none")]

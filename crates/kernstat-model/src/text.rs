@@ -93,6 +93,13 @@ impl<const N: usize> Serialize for ShortStr<N> {
     }
 }
 
+impl<'de, const N: usize> serde::Deserialize<'de> for ShortStr<N> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Ok(Self::from_str_lossy(&s))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

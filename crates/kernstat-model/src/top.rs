@@ -5,7 +5,8 @@ use serde::ser::{Serialize, SerializeSeq, Serializer};
 use crate::raw::Comm;
 
 /// One process in a top list.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct TopEntry {
     /// Process id.
     pub pid: u32,
@@ -67,6 +68,18 @@ impl<const N: usize> Top<N> {
     /// Nothing kept.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+impl<'de, const N: usize> serde::Deserialize<'de> for Top<N> {
+    /// Reads a list back (a snapshot from the daemon); entries past `N` are dropped.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let entries = Vec::<TopEntry>::deserialize(d)?;
+        let mut top = Self::default();
+        for e in entries {
+            top.offer(e);
+        }
+        Ok(top)
     }
 }
 

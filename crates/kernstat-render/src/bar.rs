@@ -122,7 +122,7 @@ impl BarRenderer {
                     tooltip: &self.tooltip,
                     class: m.level.as_str(),
                     percentage: m.cpu_percent.round().clamp(0.0, 100.0) as u32,
-                    alt: m.alert,
+                    alt: m.alert.as_str(),
                 };
                 let _ = serde_json::to_writer(&mut *out, &line);
             }
@@ -174,7 +174,7 @@ mod tests {
         Model {
             cpu_percent: 93.6,
             level: Level::Critical,
-            alert: "cpu",
+            alert: kernstat_model::Alert::Cpu,
             cores_percent: vec![90.0, 97.0],
             ..Default::default()
         }
@@ -237,5 +237,76 @@ mod tests {
         assert_eq!(v["source"], "bpf");
         assert_eq!(v["sample_us"], 12.0);
         assert_eq!(v["self_cost_percent"], 0.01);
+    }
+
+    #[test]
+    fn a_snapshot_read_back_renders_the_same_bar() {
+        // `bar --daemon` renders from the daemon's snapshot JSON: every field the bar and
+        // tooltip use must survive the round trip.
+        use kernstat_model::{BatterySample, GpuSample, PsiLine, ShortStr, TopEntry};
+        let mut m = model();
+        m.mem.used_bytes = 3 << 30;
+        m.mem.total_bytes = 8 << 30;
+        m.mem.used_percent = 37.5;
+        m.load = [1.5, 0.7, 0.2];
+        m.psi.cpu_some = Some(PsiLine {
+            avg10: 2.5,
+            avg60: 1.0,
+            total_us: 99,
+        });
+        m.psi.io_full = Some(PsiLine {
+            avg10: 0.5,
+            avg60: 0.1,
+            total_us: 7,
+        });
+        m.hw.temp_c = Some(71.0);
+        m.hw.cpu_freq_mhz = Some(2400.0);
+        m.hw.power_profile = Some(ShortStr::from_str_lossy("balanced"));
+        m.hw.battery = Some(BatterySample {
+            percent: 81.0,
+            status: ShortStr::from_str_lossy("Discharging"),
+            power_w: Some(9.5),
+        });
+        m.hw.gpu = Some(GpuSample {
+            freq_mhz: Some(900),
+            throttle: ShortStr::from_str_lossy("thermal"),
+            ..Default::default()
+        });
+        m.gpu_busy_percent = Some(33.0);
+        m.blocked_procs = 1;
+        for (pid, v) in [(10, 50.0), (11, 30.0), (12, 30.0)] {
+            m.top_cpu.offer(TopEntry {
+                pid,
+                comm: ShortStr::from_str_lossy("stress-ng"),
+                value: v,
+                extra: 0.0,
+            });
+            m.top_io.offer(TopEntry {
+                pid,
+                comm: ShortStr::from_str_lossy("dd"),
+                value: v * 1e6,
+                extra: v,
+            });
+        }
+        let json = serde_json::to_vec(&SnapshotView {
+            model: &m,
+            sample_us: 61.0,
+            self_cost_percent: None,
+        })
+        .unwrap();
+        let back: Model = serde_json::from_slice(&json).unwrap();
+        let tick = TickInfo {
+            sample_us: 61.0,
+            self_cost_percent: None,
+        };
+        let template =
+            Template::parse("{cpu}% {mem_used} {load1} {temp} {cores} {battery} {gpu} {top}")
+                .unwrap();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        BarRenderer::new(BarFormat::Waybar, template.clone()).render(&m, &tick, &mut a);
+        BarRenderer::new(BarFormat::Waybar, template).render(&back, &tick, &mut b);
+        assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
+        assert_eq!(back.alert, kernstat_model::Alert::Cpu);
+        assert_eq!(back.top_cpu.as_slice(), m.top_cpu.as_slice());
     }
 }

@@ -11,6 +11,7 @@ pub mod procs;
 pub mod ps_procfs;
 pub mod sysfs;
 pub mod system;
+pub mod users;
 
 use std::path::PathBuf;
 

@@ -96,8 +96,13 @@ pub fn run(args: &BarArgs) -> anyhow::Result<i32> {
     if args.intervals.0.is_empty() {
         bail!("--intervals needs at least one interval");
     }
-    let signals = Signals::block();
     let format = format_of(args);
+    if args.daemon && args.bench.is_none() {
+        if let Some(code) = from_daemon(args, &template, format)? {
+            return Ok(code);
+        }
+    }
+    let signals = Signals::block();
 
     if let Some(n) = args.bench {
         return bench(args, template, format, n);
@@ -146,6 +151,105 @@ pub fn run(args: &BarArgs) -> anyhow::Result<i32> {
                     FollowEnd::LeaderGone => continue,
                 }
             }
+        }
+    }
+}
+
+/// How long `bar --daemon` keeps trying to reach a daemon that went away (a restart).
+const RECONNECT_FOR: Duration = Duration::from_secs(10);
+
+/// One update of the daemon's `summary` key.
+#[derive(serde::Deserialize)]
+struct DaemonUpdate {
+    ok: bool,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    data: Option<DaemonSummary>,
+}
+
+#[derive(serde::Deserialize)]
+struct DaemonSummary {
+    #[serde(flatten)]
+    model: Model,
+    #[serde(default)]
+    sample_us: f64,
+}
+
+/// `bar --daemon`: renders every update of the daemon's summary (ticks follow the
+/// daemon's interval). Returns None to sample here instead, when no daemon answers at
+/// start; a daemon that goes away later gets `RECONNECT_FOR` to come back.
+fn from_daemon(
+    args: &BarArgs,
+    template: &Template,
+    format: BarFormat,
+) -> anyhow::Result<Option<i32>> {
+    let sock = args
+        .socket
+        .clone()
+        .unwrap_or_else(kernstat_daemon::default_socket);
+    let connect =
+        || kernstat_daemon::Session::connect(&sock).and_then(|s| s.watch("summary", None));
+    let mut stream = match connect() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!(
+                "kernstat: no daemon at {} ({e}); sampling here",
+                sock.display()
+            );
+            return Ok(None);
+        }
+    };
+    // SIGRTMIN and SIGRTMIN+1 steer a sampling bar; here the daemon samples, and they
+    // must not kill the bar. SAFETY: setting a signal's disposition to SIG_IGN.
+    unsafe {
+        libc::signal(libc::SIGRTMIN(), libc::SIG_IGN);
+        libc::signal(libc::SIGRTMIN() + 1, libc::SIG_IGN);
+    }
+    let thresholds = args.thresholds();
+    let mut renderer = BarRenderer::new(format, template.clone());
+    let mut out = Stdout::new();
+    let mut buf = Vec::with_capacity(16 * 1024);
+    renderer.header(&mut buf);
+    if out.write(&buf) == WriteOutcome::Closed {
+        return Ok(Some(0));
+    }
+    loop {
+        let line = match stream.next_raw() {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(_) => {
+                let gone = Instant::now();
+                loop {
+                    std::thread::sleep(Duration::from_secs(1));
+                    if let Ok(w) = connect() {
+                        stream = w;
+                        break;
+                    }
+                    if gone.elapsed() > RECONNECT_FOR {
+                        bail!("the daemon at {} went away", sock.display());
+                    }
+                }
+                continue;
+            }
+        };
+        let update: DaemonUpdate =
+            serde_json::from_slice(line).context("reading the daemon's summary")?;
+        let Some(summary) = update.data.filter(|_| update.ok) else {
+            bail!(
+                "daemon: {}",
+                update.error.unwrap_or_else(|| "no summary".into())
+            );
+        };
+        let mut model = summary.model;
+        model.apply_thresholds(&thresholds);
+        buf.clear();
+        let tick = TickInfo {
+            sample_us: summary.sample_us,
+            self_cost_percent: None,
+        };
+        renderer.render(&model, &tick, &mut buf);
+        if out.write(&buf) == WriteOutcome::Closed {
+            return Ok(Some(0));
         }
     }
 }

@@ -31,6 +31,14 @@ pub enum Command {
     Runqlat(RunqlatArgs),
     /// Write-size (or read-size) histograms per process, and a small-write verdict.
     Writes(WritesArgs),
+    /// One sampler and cache serving bars, prompts and scripts over a Unix socket.
+    Daemon(DaemonArgs),
+    /// One value from the daemon (or computed here when no daemon runs).
+    Get(GetArgs),
+    /// Every update of a value from the daemon, one per line.
+    Watch(WatchArgs),
+    /// The daemon's state.
+    Status(StatusArgs),
 }
 
 /// Output formats of `bar`.
@@ -165,6 +173,13 @@ pub struct BarArgs {
     /// Do not share one sampler between identical bars (see README).
     #[arg(long)]
     pub no_lock: bool,
+    /// Render the daemon's samples instead of sampling here (ticks follow the daemon's
+    /// --interval; falls back to sampling here when no daemon answers).
+    #[arg(long)]
+    pub daemon: bool,
+    /// The daemon's socket (default: the user daemon's, else the system daemon's).
+    #[arg(long, requires = "daemon")]
+    pub socket: Option<PathBuf>,
     /// Sources.
     #[command(flatten)]
     pub source: SourceArgs,
@@ -310,6 +325,94 @@ pub struct RunqlatArgs {
     pub interval: Option<u64>,
     /// Number of intervals (default: until Ctrl-C).
     pub count: Option<u64>,
+}
+
+/// `kernstat daemon`.
+#[derive(Clone, Debug, Args)]
+pub struct DaemonArgs {
+    /// Listen here (default: $XDG_RUNTIME_DIR/kernstat/sock, or /run/kernstat/sock with
+    /// --system).
+    #[arg(long)]
+    pub socket: Option<PathBuf>,
+    /// Run as the machine's daemon: load BPF as root, then switch to --user with no
+    /// capabilities; the socket admits every local user (or those in --allow).
+    #[arg(long)]
+    pub system: bool,
+    /// The user a system daemon switches to.
+    #[arg(long, default_value = "nobody", requires = "system")]
+    pub user: String,
+    /// Serve only these users (names or uids, comma separated; root always), checked
+    /// with the peer's credentials.
+    #[arg(long, value_delimiter = ',')]
+    pub allow: Vec<String>,
+    /// Seconds between samples.
+    #[arg(long, default_value = "2", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Most clients served at once; more are refused with a reason.
+    #[arg(long, default_value_t = 4096)]
+    pub max_connections: usize,
+    /// Include kernel threads in the top lists.
+    #[arg(long)]
+    pub kthreads: bool,
+    /// Sources.
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+/// Where to find the daemon.
+#[derive(Clone, Debug, Args)]
+pub struct SocketArg {
+    /// The daemon's socket (default: the user daemon's if present, else the system
+    /// daemon's).
+    #[arg(long)]
+    pub socket: Option<PathBuf>,
+}
+
+/// `kernstat get`.
+#[derive(Clone, Debug, Args)]
+pub struct GetArgs {
+    /// The key, e.g. load.one, mem.used, top.cpu, git.branch (`kernstat get --list`).
+    #[arg(required_unless_present = "list")]
+    pub key: Option<String>,
+    /// For git.* keys: the directory (default: the current one).
+    #[arg(long)]
+    pub path: Option<PathBuf>,
+    /// Print the daemon's whole reply (value, age, staleness) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// List every key and what it means.
+    #[arg(long)]
+    pub list: bool,
+    /// Where to find the daemon.
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+/// `kernstat watch`.
+#[derive(Clone, Debug, Args)]
+pub struct WatchArgs {
+    /// The key.
+    pub key: String,
+    /// For git.* keys: the directory (default: the current one).
+    #[arg(long)]
+    pub path: Option<PathBuf>,
+    /// Print each update as the daemon's JSON line.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to find the daemon.
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+/// `kernstat status`.
+#[derive(Clone, Debug, Args)]
+pub struct StatusArgs {
+    /// Print the daemon's status object as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to find the daemon.
+    #[command(flatten)]
+    pub socket: SocketArg,
 }
 
 /// `kernstat writes`.

@@ -19,19 +19,7 @@ use rustix::fs::{flock, inotify, openat, renameat, FlockOperation, Mode, OFlags,
 /// The runtime directory for kernstat's locks and sockets: $XDG_RUNTIME_DIR/kernstat,
 /// else /run/kernstat for root, else /tmp/kernstat-UID.
 pub fn runtime_dir() -> PathBuf {
-    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR") {
-        let p = PathBuf::from(x);
-        if p.is_dir() {
-            return p.join("kernstat");
-        }
-    }
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    if uid == 0 {
-        PathBuf::from("/run/kernstat")
-    } else {
-        PathBuf::from(format!("/tmp/kernstat-{uid}"))
-    }
+    kernstat_daemon::client::runtime_dir()
 }
 
 /// FNV-1a: a stable name for a configuration (not security-relevant).

@@ -7,7 +7,9 @@
 mod alloc;
 mod bar;
 mod cli;
+mod client;
 mod collect;
+mod daemon;
 mod instance;
 mod privileges;
 mod ps;
@@ -31,6 +33,10 @@ fn main() {
         cli::Command::Ps(a) => ps::run(a),
         cli::Command::Runqlat(a) => runqlat::run(a),
         cli::Command::Writes(a) => writes::run(a),
+        cli::Command::Daemon(a) => daemon::run(a),
+        cli::Command::Get(a) => Ok(client::get(a)),
+        cli::Command::Watch(a) => Ok(client::watch(a)),
+        cli::Command::Status(a) => Ok(client::status(a)),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -60,3 +60,87 @@ pub fn drop_after_load(works_without_bpf: impl FnOnce() -> bool) -> Dropped {
         _ => Dropped::Nothing,
     }
 }
+
+pub use kernstat_sources::users::User;
+
+/// Looks up a user by name, or takes a number as a uid.
+pub fn lookup_user(name: &str) -> Option<User> {
+    kernstat_sources::users::by_name_or_uid(name)
+}
+
+/// Why switching user failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SwitchError {
+    /// A system call refused.
+    #[error("{what}: {source}")]
+    Sys {
+        /// Which call.
+        what: &'static str,
+        /// Its error.
+        source: std::io::Error,
+    },
+    /// After switching, the process could still regain root.
+    #[error("still able to regain root after switching to {0}; refusing to run")]
+    StillRoot(String),
+}
+
+fn check(rc: libc::c_int, what: &'static str) -> Result<(), SwitchError> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(SwitchError::Sys {
+            what,
+            source: std::io::Error::last_os_error(),
+        })
+    }
+}
+
+/// Switches this process (call it before any thread exists) from root to `user`, with
+/// no supplementary groups and no capabilities, and no way back (no_new_privs). If the
+/// kernel still needs CAP_BPF to read an iterator (before 6.5 with
+/// unprivileged_bpf_disabled, see the module header), `works_without_bpf` says so and
+/// CAP_BPF alone is kept across the switch.
+pub fn become_user(
+    user: &User,
+    works_without_bpf: impl FnOnce() -> bool,
+) -> Result<Dropped, SwitchError> {
+    let permitted = caps::read(None, CapSet::Permitted).unwrap_or_default();
+    let mut keep = CapsHashSet::new();
+    if permitted.contains(&Capability::CAP_BPF) {
+        let _ = caps::set(None, CapSet::Effective, &CapsHashSet::new());
+        if !works_without_bpf() {
+            keep.insert(Capability::CAP_BPF);
+        }
+        let _ = caps::set(None, CapSet::Effective, &permitted);
+    }
+    // SAFETY: plain system calls with constant or checked arguments; no threads yet.
+    unsafe {
+        if !keep.is_empty() {
+            check(
+                libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0),
+                "prctl(PR_SET_KEEPCAPS)",
+            )?;
+        }
+        check(libc::setgroups(0, std::ptr::null()), "setgroups")?;
+        check(libc::setresgid(user.gid, user.gid, user.gid), "setresgid")?;
+        check(libc::setresuid(user.uid, user.uid, user.uid), "setresuid")?;
+    }
+    // Leaving uid 0 cleared the effective and permitted sets (KEEPCAPS keeps the
+    // permitted one); now keep exactly `keep`.
+    set_all(&keep).map_err(|e| SwitchError::Sys {
+        what: "capset",
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    // SAFETY: prctl with constant arguments; setuid(0) is expected to fail.
+    unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        if user.uid != 0 && libc::setuid(0) == 0 {
+            return Err(SwitchError::StillRoot(user.name.clone()));
+        }
+    }
+    Ok(if keep.is_empty() {
+        Dropped::All
+    } else {
+        Dropped::KeptBpf
+    })
+}

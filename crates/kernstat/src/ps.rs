@@ -6,7 +6,6 @@
 //! procps ps computes it.
 
 use std::collections::HashMap;
-use std::ffi::CStr;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -390,48 +389,19 @@ impl Users {
     fn name(&mut self, uid: u32) -> String {
         self.cache
             .entry(uid)
-            .or_insert_with(|| lookup_user(uid).unwrap_or_else(|| uid.to_string()))
+            .or_insert_with(|| {
+                kernstat_sources::users::by_uid(uid).map_or_else(|| uid.to_string(), |u| u.name)
+            })
             .clone()
-    }
-}
-
-fn lookup_user(uid: u32) -> Option<String> {
-    let mut buf = vec![0 as libc::c_char; 4096];
-    // SAFETY: getpwuid_r writes into pwd and buf, whose sizes we pass.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result);
-        if rc != 0 || result.is_null() {
-            return None;
-        }
-        Some(CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned())
     }
 }
 
 /// `--user` takes a name or a number.
 fn resolve_user(u: &str) -> anyhow::Result<u32> {
-    if let Ok(n) = u.parse::<u32>() {
-        return Ok(n);
+    match kernstat_sources::users::by_name_or_uid(u) {
+        Some(user) => Ok(user.uid),
+        None => bail!("--user: no user named {u:?}"),
     }
-    let name = std::ffi::CString::new(u)?;
-    let mut buf = vec![0 as libc::c_char; 4096];
-    // SAFETY: getpwnam_r writes into pwd and buf, whose sizes we pass.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwnam_r(
-            name.as_ptr(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        );
-        if rc == 0 && !result.is_null() {
-            return Ok(pwd.pw_uid);
-        }
-    }
-    bail!("--user: no user named {u:?}")
 }
 
 /// cgroup v2 id -> path, from one walk of the cgroup2 mount (ids are inode numbers).

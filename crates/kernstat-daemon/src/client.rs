@@ -1,0 +1,203 @@
+//! A blocking client that keeps its connection (a session), for the CLI, `bar --daemon`
+//! and scripts written in Rust.
+//!
+//! Blocking std I/O on purpose: a client asks one question at a time, and a runtime
+//! would cost more to start than the whole round trip (`kernstat get` as a process is
+//! measured in the README).
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Where the system daemon listens.
+pub const SYSTEM_SOCKET: &str = "/run/kernstat/sock";
+
+/// kernstat's per-user runtime directory: `$XDG_RUNTIME_DIR/kernstat`, else
+/// `/run/kernstat` for root and `/tmp/kernstat-UID` for others. The user daemon's
+/// socket and the bars' instance locks live here.
+pub fn runtime_dir() -> PathBuf {
+    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR") {
+        let p = PathBuf::from(x);
+        if p.is_dir() {
+            return p.join("kernstat");
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    match unsafe { libc::geteuid() } {
+        0 => PathBuf::from("/run/kernstat"),
+        uid => PathBuf::from(format!("/tmp/kernstat-{uid}")),
+    }
+}
+
+/// The user daemon's socket (for root without a runtime directory this is also the
+/// system daemon's).
+pub fn user_socket() -> PathBuf {
+    runtime_dir().join("sock")
+}
+
+/// The socket a client should use: the user daemon's if one is there, else the
+/// system daemon's.
+pub fn default_socket() -> PathBuf {
+    let user = user_socket();
+    if user.exists() || !Path::new(SYSTEM_SOCKET).exists() {
+        user
+    } else {
+        PathBuf::from(SYSTEM_SOCKET)
+    }
+}
+
+/// One reply.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default)]
+pub struct Reply {
+    /// Whether the request succeeded.
+    pub ok: bool,
+    /// The value (absent on errors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+    /// The key (in watch streams).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// How old the value is, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_ms: Option<u64>,
+    /// Older than the daemon's refresh interval allows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<bool>,
+    /// What went wrong.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Machine-readable error code (no_data, unknown_key, bad_request, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+impl Reply {
+    /// The key had no value (a known key with nothing to report on this machine).
+    pub fn no_data(&self) -> bool {
+        self.code.as_deref() == Some("no_data")
+    }
+}
+
+/// A connection to the daemon, kept across requests.
+#[derive(Debug)]
+pub struct Session {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+    line: Vec<u8>,
+    request: Vec<u8>,
+}
+
+impl Session {
+    /// Connects to the daemon at `path`.
+    pub fn connect(path: &Path) -> io::Result<Session> {
+        let stream = UnixStream::connect(path)?;
+        let writer = stream.try_clone()?;
+        Ok(Session {
+            reader: BufReader::with_capacity(64 * 1024, stream),
+            writer,
+            line: Vec::with_capacity(4096),
+            request: Vec::with_capacity(256),
+        })
+    }
+
+    /// Gives up on a reply that takes longer than `t` (None: wait forever).
+    pub fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.writer.set_read_timeout(t)?;
+        self.writer.set_write_timeout(t)
+    }
+
+    /// Sends one request line (without its newline) and returns the raw reply line.
+    pub fn raw(&mut self, request: &[u8]) -> io::Result<&[u8]> {
+        self.request.clear();
+        self.request.extend_from_slice(request);
+        self.request.push(b'\n');
+        match self.writer.write_all(&self.request) {
+            Ok(()) => self.read_line(),
+            // A daemon that refuses a connection says why and hangs up: the reason
+            // may already be waiting even though our request could not be sent.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => self.read_line().map_err(|_| e),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn read_line(&mut self) -> io::Result<&[u8]> {
+        self.line.clear();
+        let n = self.reader.read_until(b'\n', &mut self.line)?;
+        if n == 0 || self.line.last() != Some(&b'\n') {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the daemon closed the connection",
+            ));
+        }
+        self.line.pop();
+        Ok(&self.line)
+    }
+
+    fn call(&mut self, req: serde_json::Value) -> io::Result<Reply> {
+        let body = serde_json::to_vec(&req)?;
+        let line = self.raw(&body)?;
+        serde_json::from_slice(line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    /// `get`: the value of `key` (and `path`, for git.* keys).
+    pub fn get(&mut self, key: &str, path: Option<&str>) -> io::Result<Reply> {
+        self.call(match path {
+            Some(p) => serde_json::json!({"op": "get", "key": key, "path": p}),
+            None => serde_json::json!({"op": "get", "key": key}),
+        })
+    }
+
+    /// Another op without arguments: `list`, `status`, `hello`, `refresh`.
+    pub fn op(&mut self, op: &str) -> io::Result<Reply> {
+        self.call(serde_json::json!({ "op": op }))
+    }
+
+    /// `watch`: turns the session into a stream of updates of `key`.
+    pub fn watch(mut self, key: &str, path: Option<&str>) -> io::Result<Watch> {
+        let req = match path {
+            Some(p) => serde_json::json!({"op": "watch", "key": key, "path": p}),
+            None => serde_json::json!({"op": "watch", "key": key}),
+        };
+        let mut body = serde_json::to_vec(&req)?;
+        body.push(b'\n');
+        self.writer.write_all(&body)?;
+        Ok(Watch { session: self })
+    }
+}
+
+/// The updates of one key, as they happen.
+#[derive(Debug)]
+pub struct Watch {
+    session: Session,
+}
+
+impl Watch {
+    /// The next update as the daemon's raw JSON line (None when the daemon closed the
+    /// stream), for callers that parse it into their own types.
+    pub fn next_raw(&mut self) -> io::Result<Option<&[u8]>> {
+        match self.session.read_line() {
+            Ok(line) => Ok(Some(line)),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Iterator for Watch {
+    type Item = io::Result<Reply>;
+
+    fn next(&mut self) -> Option<io::Result<Reply>> {
+        match self.session.read_line() {
+            Ok(line) => Some(
+                serde_json::from_slice(line)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+            ),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! kernstat's daemon: one sampler and one cache, many consumers over a Unix socket.
+//!
+//! Status bars, tmux lines and shell prompts all ask the same questions every few
+//! seconds. Here they are answered once: the sampler publishes every metric as a key,
+//! providers add facts prompts need (host, user, git state of a path), and clients read
+//! the cached answers in microseconds over newline-delimited JSON (docs/protocol.md).
+//!
+//! - `protocol`: the request and reply formats.
+//! - `cache`: every key's latest value, already serialised.
+//! - `providers`: what fills the cache besides the sampler.
+//! - `server`: the daemon's state and the socket server.
+//! - `client`: a blocking client that keeps its connection, for the CLI and scripts.
+
+#![warn(missing_docs)]
+
+pub mod cache;
+pub mod client;
+pub mod protocol;
+pub mod providers;
+pub mod server;
+
+pub use cache::Cache;
+pub use client::{default_socket, Reply, Session};
+pub use server::{bind, serve, Access, Config, Daemon};

@@ -1,0 +1,585 @@
+//! The daemon's state and its Unix-socket server.
+//!
+//! `Daemon` owns the cache, the update channel that feeds `watch` streams, and the git
+//! providers (computed off the async threads, refreshed by inotify and a poll timer,
+//! forgotten when nobody has asked for a minute, backed off when they fail). The system
+//! sampler lives outside (it needs BPF) and calls `publish_system` each tick.
+//!
+//! The server is mini-redis shaped: an accept loop with a connection cap and a peer
+//! check, one task per connection, `serve(listener, daemon, shutdown)`. A connection
+//! reads newline-delimited requests (each at most 64 KiB) and answers each; answers to
+//! pipelined requests are written together, in one write. A client that stops reading only stalls its
+//! own task, and a watch stream that cannot be written for 10 s (configurable) is dropped.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kernstat_model::Model;
+use notify::{RecursiveMode, Watcher};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{broadcast, Semaphore};
+
+use crate::cache::{Cache, Entry};
+use crate::protocol::{self, Code, Request, MAX_REQUEST, PROTOCOL_VERSION};
+use crate::providers::{basic, git, system};
+
+/// What changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A system sample was published (every global key may have changed).
+    System,
+    /// The git keys of this path were recomputed.
+    Path(Arc<str>),
+}
+
+/// Who may connect.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    /// Only these uids (root is always allowed); None: anyone who can open the socket.
+    pub uids: Option<Vec<u32>>,
+}
+
+/// Daemon settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Most connections served at once; more are refused with an error.
+    pub max_connections: usize,
+    /// Who may connect.
+    pub access: Access,
+    /// The sampler's interval (for staleness: a value older than 3 intervals is stale).
+    pub interval: Duration,
+    /// Path-scoped keys nobody read for this long stop being refreshed.
+    pub idle_after: Duration,
+    /// Poll timer for path-scoped keys (inotify is the main trigger).
+    pub poll_every: Duration,
+    /// A watch stream that cannot be written for this long is dropped.
+    pub watch_write_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_connections: 4096,
+            access: Access::default(),
+            interval: Duration::from_secs(2),
+            idle_after: Duration::from_secs(60),
+            poll_every: Duration::from_secs(5),
+            watch_write_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+struct GitPath {
+    _watcher: Option<notify::RecommendedWatcher>,
+    failures: u32,
+    retry_at: Instant,
+}
+
+/// What `refresh` of system keys calls (wakes the sampler).
+pub type RefreshHook = Arc<dyn Fn() + Send + Sync>;
+
+/// The daemon's shared state.
+pub struct Daemon {
+    /// Every value.
+    pub cache: Cache,
+    config: Config,
+    events: broadcast::Sender<Event>,
+    started: Instant,
+    requests: AtomicU64,
+    clients: AtomicU64,
+    refresh: Mutex<Option<RefreshHook>>,
+    git: Mutex<HashMap<String, GitPath>>,
+    git_changed: tokio::sync::mpsc::UnboundedSender<String>,
+    git_changes: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon")
+            .field("keys", &self.cache.len())
+            .finish()
+    }
+}
+
+fn known_key(key: &str) -> bool {
+    crate::providers::all_keys().any(|(k, _)| *k == key)
+}
+
+impl Daemon {
+    /// A daemon with an empty cache (basic facts published).
+    pub fn new(config: Config) -> Arc<Self> {
+        let (events, _) = broadcast::channel(256);
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let d = Arc::new(Daemon {
+            cache: Cache::new(),
+            config,
+            events,
+            started: Instant::now(),
+            requests: AtomicU64::new(0),
+            clients: AtomicU64::new(0),
+            refresh: Mutex::new(None),
+            git: Mutex::new(HashMap::new()),
+            git_changed: tx,
+            git_changes: Mutex::new(Some(rx)),
+        });
+        basic::publish(&d.cache);
+        d
+    }
+
+    /// What a `refresh` of system keys calls (the sampler's wake-up).
+    pub fn set_refresh(&self, hook: impl Fn() + Send + Sync + 'static) {
+        if let Ok(mut r) = self.refresh.lock() {
+            *r = Some(Arc::new(hook));
+        }
+    }
+
+    /// Publishes a system sample and wakes watchers.
+    pub fn publish_system(&self, m: &Model, sample_us: f64) {
+        system::publish(&self.cache, m, sample_us);
+        basic::publish(&self.cache);
+        let _ = self.events.send(Event::System);
+    }
+
+    /// Requests served so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Connections open now.
+    pub fn clients(&self) -> u64 {
+        self.clients.load(Ordering::Relaxed)
+    }
+
+    fn status_json(&self) -> Vec<u8> {
+        let source: Option<String> = self
+            .cache
+            .get("source", None)
+            .and_then(|e| serde_json::from_slice(&e.json).ok());
+        let v = serde_json::json!({
+            "name": "kernstat",
+            "version": env!("CARGO_PKG_VERSION"),
+            "protocol": PROTOCOL_VERSION,
+            "pid": std::process::id(),
+            "uptime_s": self.started.elapsed().as_secs_f64(),
+            "source": source,
+            "interval_s": self.config.interval.as_secs_f64(),
+            "keys": self.cache.len(),
+            "clients": self.clients.load(Ordering::Relaxed),
+            "requests": self.requests.load(Ordering::Relaxed),
+            "git_paths": self.git.lock().map(|g| g.len()).unwrap_or(0),
+        });
+        serde_json::to_vec(&v).unwrap_or_default()
+    }
+
+    fn stale(&self, e: &Entry, key: &str) -> bool {
+        // System keys are refreshed every interval; basic and git keys on change.
+        !key.starts_with("git.")
+            && e.updated.elapsed() > self.config.interval * 3 + Duration::from_secs(1)
+    }
+
+    /// Recomputes the git keys of `path` (off the async threads), starts watching the
+    /// repository the first time, and wakes watchers.
+    pub async fn refresh_git(self: &Arc<Self>, path: &str) {
+        let p = PathBuf::from(path);
+        let result = tokio::task::spawn_blocking(move || git::read(&p)).await;
+        let now = Instant::now();
+        match result {
+            Ok(Ok(info)) => {
+                for (k, v) in git::values(&info) {
+                    self.cache.put(k, Some(path), v);
+                }
+                let mut g = self.git.lock().expect("git lock");
+                let entry = g.entry(path.to_string()).or_insert_with(|| GitPath {
+                    _watcher: self.watch_repo(path, &info),
+                    failures: 0,
+                    retry_at: now,
+                });
+                entry.failures = 0;
+                entry.retry_at = now;
+            }
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Not a repository: every key is null (a prompt asks again and again).
+                for (k, _) in git::GIT_KEYS {
+                    self.cache.put(k, Some(path), b"null".to_vec());
+                }
+                self.git
+                    .lock()
+                    .expect("git lock")
+                    .entry(path.to_string())
+                    .or_insert(GitPath {
+                        _watcher: None,
+                        failures: 0,
+                        retry_at: now,
+                    });
+            }
+            _ => {
+                // Failing: back off 1 s, 2 s, 4 s ... up to a minute.
+                let mut g = self.git.lock().expect("git lock");
+                let e = g.entry(path.to_string()).or_insert(GitPath {
+                    _watcher: None,
+                    failures: 0,
+                    retry_at: now,
+                });
+                e.failures += 1;
+                e.retry_at = now + Duration::from_secs(1u64 << e.failures.min(6));
+            }
+        }
+        let _ = self.events.send(Event::Path(path.into()));
+    }
+
+    fn watch_repo(&self, path: &str, info: &git::GitInfo) -> Option<notify::RecommendedWatcher> {
+        let tx = self.git_changed.clone();
+        let key = path.to_string();
+        let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            if res.is_ok() {
+                let _ = tx.send(key.clone());
+            }
+        })
+        .ok()?;
+        w.watch(&info.git_dir, RecursiveMode::NonRecursive).ok()?;
+        for sub in ["refs", "logs"] {
+            let d = info.common_dir.join(sub);
+            if d.exists() {
+                let _ = w.watch(&d, RecursiveMode::Recursive);
+            }
+        }
+        if info.common_dir != info.git_dir {
+            let _ = w.watch(&info.common_dir, RecursiveMode::NonRecursive);
+        }
+        Some(w)
+    }
+
+    /// Background work: inotify-triggered git refreshes (coalesced), the poll timer,
+    /// dropping idle paths.
+    pub async fn run_providers(self: Arc<Self>) {
+        let Some(mut changes) = self.git_changes.lock().ok().and_then(|mut c| c.take()) else {
+            return;
+        };
+        let mut tick = tokio::time::interval(self.config.poll_every);
+        loop {
+            tokio::select! {
+                Some(path) = changes.recv() => {
+                    // Coalesce a burst of events (git writes several files per operation).
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    let mut paths = vec![path];
+                    while let Ok(p) = changes.try_recv() {
+                        paths.push(p);
+                    }
+                    paths.sort();
+                    paths.dedup();
+                    for p in paths {
+                        self.refresh_git(&p).await;
+                    }
+                }
+                _ = tick.tick() => {
+                    let now = Instant::now();
+                    let paths: Vec<(String, bool)> = self
+                        .git
+                        .lock()
+                        .map(|g| g.iter().map(|(p, e)| (p.clone(), e.retry_at <= now)).collect())
+                        .unwrap_or_default();
+                    for (p, due) in paths {
+                        let idle = self.cache.idle_ms("git.branch", Some(&p)).unwrap_or(u64::MAX);
+                        if idle >= self.config.idle_after.as_millis() as u64 {
+                            if let Ok(mut g) = self.git.lock() {
+                                g.remove(&p);
+                            }
+                            self.cache.forget_path(&p);
+                        } else if due {
+                            self.refresh_git(&p).await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn value(self: &Arc<Self>, key: &str, path: Option<&str>) -> Option<Arc<Entry>> {
+        match path {
+            Some(p) if key.starts_with("git.") => {
+                if let Some(e) = self.cache.get(key, Some(p)) {
+                    return Some(e);
+                }
+                self.refresh_git(p).await;
+                self.cache.get(key, Some(p))
+            }
+            _ => self.cache.get(key, None),
+        }
+    }
+
+    /// Answers one request (not `watch`) into `out`.
+    async fn respond(self: &Arc<Self>, req: &Request<'_>, out: &mut Vec<u8>) {
+        match *req {
+            Request::Get { key, path } => match self.value(key, path).await {
+                Some(e) if &*e.json == b"null" => {
+                    protocol::write_error(out, Code::NoData, &format!("no data for {key}"))
+                }
+                Some(e) => protocol::write_value(out, &e.json, e.age_ms(), self.stale(&e, key)),
+                None if key.starts_with("git.") && path.is_none() => {
+                    protocol::write_error(out, Code::BadRequest, &format!("{key} needs a path"))
+                }
+                None if known_key(key) => {
+                    protocol::write_error(out, Code::NoData, &format!("no data for {key}"))
+                }
+                None => protocol::write_error(
+                    out,
+                    Code::UnknownKey,
+                    &format!("unknown key {key:?} (the list op names the keys)"),
+                ),
+            },
+            Request::List => {
+                let keys = serde_json::to_vec(&self.cache.keys()).unwrap_or_default();
+                protocol::write_data(out, &keys);
+            }
+            Request::Status => protocol::write_data(out, &self.status_json()),
+            Request::Hello => {
+                let v = serde_json::json!({
+                    "name": "kernstat",
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "protocol": PROTOCOL_VERSION,
+                });
+                protocol::write_data(out, &serde_json::to_vec(&v).unwrap_or_default());
+            }
+            Request::Refresh { key, path } => {
+                match (key, path) {
+                    (Some(k), Some(p)) if k.starts_with("git.") => self.refresh_git(p).await,
+                    _ => {
+                        if let Some(hook) = self.refresh.lock().ok().and_then(|r| r.clone()) {
+                            hook();
+                        }
+                    }
+                }
+                protocol::write_data(out, b"true");
+            }
+            Request::Watch { .. } => {}
+        }
+    }
+}
+
+/// The uid of the process at the other end of `stream`.
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    stream.peer_cred().ok().map(|c| c.uid())
+}
+
+fn allowed(access: &Access, uid: Option<u32>) -> bool {
+    match (&access.uids, uid) {
+        (None, _) => true,
+        (Some(_), Some(0)) => true,
+        (Some(list), Some(u)) => list.contains(&u),
+        (Some(_), None) => false,
+    }
+}
+
+async fn refuse(mut stream: UnixStream, msg: &str) {
+    let mut out = Vec::new();
+    protocol::write_error(&mut out, Code::Refused, msg);
+    let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&out)).await;
+}
+
+/// Accepts connections on `listener` (from `bind`) until `shutdown` resolves. Must run
+/// on a tokio runtime.
+pub async fn serve(
+    listener: std::os::unix::net::UnixListener,
+    d: Arc<Daemon>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let listener = UnixListener::from_std(listener)?;
+    let permits = Arc::new(Semaphore::new(d.config.max_connections));
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    // EMFILE and friends: back off a moment rather than spin.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => return Ok(()),
+        };
+        if !allowed(&d.config.access, peer_uid(&stream)) {
+            tokio::spawn(refuse(stream, "not allowed to use this daemon"));
+            continue;
+        }
+        match permits.clone().try_acquire_owned() {
+            Ok(permit) => {
+                let d = d.clone();
+                tokio::spawn(async move {
+                    d.clients.fetch_add(1, Ordering::Relaxed);
+                    let _ = connection(stream, &d).await;
+                    d.clients.fetch_sub(1, Ordering::Relaxed);
+                    drop(permit);
+                });
+            }
+            Err(_) => {
+                tokio::spawn(refuse(stream, "too many connections"));
+            }
+        }
+    }
+}
+
+/// Reads one line (without its newline) into `line`, at most `MAX_REQUEST` bytes.
+/// Ok(false) at end of stream; Err(InvalidData) for a line that is too long.
+async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
+    r: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    line.clear();
+    loop {
+        let buf = r.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(!line.is_empty());
+        }
+        let (chunk, found) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if line.len() + chunk.len() > MAX_REQUEST {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "too long",
+            ));
+        }
+        line.extend_from_slice(chunk);
+        let used = found.unwrap_or(buf.len());
+        r.consume(used);
+        if found.is_some() {
+            return Ok(true);
+        }
+    }
+}
+
+async fn connection(stream: UnixStream, d: &Arc<Daemon>) -> std::io::Result<()> {
+    let (rd, wr) = stream.into_split();
+    // Small per-connection buffers (requests are short; answers are built in `out` and
+    // written with one call), so that thousands of idle clients cost little memory.
+    let mut rd = BufReader::with_capacity(4096, rd);
+    let mut wr = wr;
+    let mut line = Vec::with_capacity(256);
+    let mut out = Vec::with_capacity(1024);
+    loop {
+        match read_line(&mut rd, &mut line).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                protocol::write_error(
+                    &mut out,
+                    Code::TooLong,
+                    &format!("request longer than {MAX_REQUEST} bytes; closing"),
+                );
+                return wr.write_all(&out).await;
+            }
+            Err(e) => return Err(e),
+        }
+        d.requests.fetch_add(1, Ordering::Relaxed);
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        match protocol::parse(&line) {
+            Err(e) => protocol::write_error(&mut out, Code::BadRequest, &e.to_string()),
+            Ok(Request::Watch { key, path }) => {
+                let key = key.to_string();
+                let path = path.map(str::to_string);
+                wr.write_all(&out).await?;
+                out.clear();
+                return watch(d, &key, path.as_deref(), rd, wr).await;
+            }
+            Ok(req) => d.respond(&req, &mut out).await,
+        }
+        // Answers to pipelined requests go out together.
+        if rd.buffer().is_empty() {
+            wr.write_all(&out).await?;
+            out.clear();
+            if out.capacity() > 64 * 1024 {
+                // Do not keep a snapshot-sized buffer for every idle client.
+                out = Vec::with_capacity(1024);
+            }
+        }
+    }
+}
+
+async fn watch(
+    d: &Arc<Daemon>,
+    key: &str,
+    path: Option<&str>,
+    mut rd: BufReader<tokio::net::unix::OwnedReadHalf>,
+    mut wr: tokio::net::unix::OwnedWriteHalf,
+) -> std::io::Result<()> {
+    let mut rx = d.events.subscribe();
+    let mut out = Vec::with_capacity(1024);
+    let mut last: Option<Instant> = None;
+    let mut scratch = [0u8; 512];
+    loop {
+        if let Some(e) = d.value(key, path).await {
+            if last != Some(e.updated) {
+                last = Some(e.updated);
+                out.clear();
+                out.extend_from_slice(b"{\"ok\":true,\"key\":");
+                let _ = serde_json::to_writer(&mut out, key);
+                out.extend_from_slice(b",\"data\":");
+                out.extend_from_slice(&e.json);
+                out.extend_from_slice(b"}\n");
+                // A client that does not read its stream is dropped.
+                let write = wr.write_all(&out);
+                match tokio::time::timeout(d.config.watch_write_timeout, write).await {
+                    Ok(r) => r?,
+                    Err(_) => return Ok(()),
+                }
+            }
+        } else if last.is_none() && !known_key(key) {
+            out.clear();
+            protocol::write_error(&mut out, Code::UnknownKey, &format!("unknown key {key:?}"));
+            return wr.write_all(&out).await;
+        }
+        tokio::select! {
+            ev = rx.recv() => match ev {
+                Ok(Event::System) if path.is_none() => {}
+                Ok(Event::Path(p)) if Some(&*p) == path => {}
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return Ok(()),
+            },
+            n = rd.read(&mut scratch) => {
+                // The client closed (or sent something: watch streams take no requests).
+                if n.unwrap_or(0) == 0 {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// Binds `path` for the daemon: creates its directory (0755 for a system daemon, 0700
+/// for a user daemon), replaces a stale socket, and sets the socket's mode. A plain std
+/// listener, so that it can be bound before the runtime's threads exist (a system
+/// daemon binds as root, then drops privileges, then starts threads).
+pub fn bind(
+    path: &Path,
+    mode: u32,
+    dir_mode: u32,
+) -> std::io::Result<std::os::unix::net::UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(dir_mode))?;
+    }
+    if path.exists() {
+        // Someone answering there is a live daemon: do not take its socket.
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!("a daemon is already listening on {}", path.display()),
+            ));
+        }
+        std::fs::remove_file(path)?;
+    }
+    let l = std::os::unix::net::UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    Ok(l)
+}

@@ -1,0 +1,505 @@
+//! The daemon on a temporary socket: every op, and the ways clients go wrong (malformed
+//! JSON, unknown ops, a 1 MiB line, 1,000 connections at once, clients that hang up
+//! mid-request or never read their watch stream). After each, the daemon must still
+//! answer.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use kernstat_daemon::{Config, Daemon, Session};
+use kernstat_model::model::ProcRate;
+use kernstat_model::Model;
+use serde_json::Value;
+
+struct TestDaemon {
+    _dir: tempfile::TempDir,
+    sock: PathBuf,
+    daemon: Arc<Daemon>,
+    refreshes: mpsc::Receiver<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+fn model(load: f64) -> Model {
+    Model {
+        cpu_percent: 12.5,
+        load: [load, 0.3, 0.2],
+        ..Default::default()
+    }
+}
+
+fn start_with(config: Config, dir_mode: u32, sock_mode: u32) -> TestDaemon {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("run/sock");
+    let daemon = Daemon::new(config);
+    daemon.publish_system(&model(0.42), 50.0);
+    let (tx, refreshes) = mpsc::channel();
+    daemon.set_refresh(move || {
+        let _ = tx.send(());
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = kernstat_daemon::bind(&sock, sock_mode, dir_mode).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    rt.spawn(kernstat_daemon::serve(listener, daemon.clone(), async {
+        let _ = stopped.await;
+    }));
+    rt.spawn(daemon.clone().run_providers());
+    TestDaemon {
+        _dir: dir,
+        sock,
+        daemon,
+        refreshes,
+        stop: Some(stop),
+        rt: Some(rt),
+    }
+}
+
+fn start() -> TestDaemon {
+    start_with(Config::default(), 0o700, 0o600)
+}
+
+fn ask(s: &mut Session, req: &str) -> Value {
+    let line = s.raw(req.as_bytes()).unwrap();
+    serde_json::from_slice(line)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(line)))
+}
+
+fn session(d: &TestDaemon) -> Session {
+    let s = Session::connect(&d.sock).unwrap();
+    s.set_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// The daemon still answers a fresh client.
+fn still_serving(d: &TestDaemon) {
+    let mut s = session(d);
+    let v = ask(&mut s, r#"{"op":"get","key":"load.one"}"#);
+    assert_eq!(v["ok"], true, "{v}");
+}
+
+fn fake_repo(dir: &Path, branch: &str) {
+    let g = dir.join(".git");
+    std::fs::create_dir_all(g.join("refs/heads")).unwrap();
+    std::fs::write(g.join("HEAD"), format!("ref: refs/heads/{branch}\n")).unwrap();
+    std::fs::write(
+        g.join("refs/heads/main"),
+        "1111111111111111111111111111111111111111\n",
+    )
+    .unwrap();
+    std::fs::write(
+        g.join("refs/heads/dev"),
+        "2222222222222222222222222222222222222222\n",
+    )
+    .unwrap();
+}
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn every_op() {
+    let d = start();
+    let mut s = session(&d);
+
+    let v = ask(&mut s, r#"{"op":"hello"}"#);
+    assert_eq!(v["data"]["protocol"], 1);
+    assert_eq!(v["data"]["name"], "kernstat");
+
+    let v = ask(&mut s, r#"{"op":"get","key":"load.one"}"#);
+    assert_eq!(
+        (v["ok"].clone(), v["data"].clone(), v["stale"].clone()),
+        (true.into(), 0.42.into(), false.into())
+    );
+    assert!(v["age_ms"].as_u64().unwrap() < 10_000);
+
+    let v = ask(&mut s, r#"{"op":"get","key":"no.such.key"}"#);
+    assert_eq!(
+        (v["ok"].clone(), v["code"].clone()),
+        (false.into(), "unknown_key".into())
+    );
+    let v = ask(&mut s, r#"{"op":"get","key":"battery.percent"}"#);
+    assert_eq!(
+        v["code"], "no_data",
+        "a known key this machine has no value for"
+    );
+    let v = ask(&mut s, r#"{"op":"get","key":"git.branch"}"#);
+    assert_eq!(v["code"], "bad_request", "git keys need a path: {v}");
+
+    let repo = tempfile::tempdir().unwrap();
+    fake_repo(repo.path(), "main");
+    let req = serde_json::json!({"op":"get","key":"git.branch","path":repo.path()}).to_string();
+    assert_eq!(ask(&mut s, &req)["data"], "main");
+    let req = serde_json::json!({"op":"get","key":"git.short","path":repo.path()}).to_string();
+    assert_eq!(ask(&mut s, &req)["data"], "1111111");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let req =
+        serde_json::json!({"op":"get","key":"git.branch","path":elsewhere.path()}).to_string();
+    assert_eq!(ask(&mut s, &req)["code"], "no_data", "not a repository");
+
+    let v = ask(&mut s, r#"{"op":"list"}"#);
+    let keys: Vec<&str> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    for k in [
+        "load.one",
+        "cpu.percent",
+        "mem.used",
+        "snapshot",
+        "hostname.name",
+        "git.branch",
+    ] {
+        assert!(keys.contains(&k), "{k} in {keys:?}");
+    }
+
+    let v = ask(&mut s, r#"{"op":"status"}"#);
+    assert!(v["data"]["requests"].as_u64().unwrap() >= 10, "{v}");
+    assert_eq!(v["data"]["git_paths"], 2);
+    assert_eq!(v["data"]["pid"], std::process::id());
+
+    let v = ask(&mut s, r#"{"op":"refresh"}"#);
+    assert_eq!(v["ok"], true);
+    d.refreshes
+        .recv_timeout(Duration::from_secs(5))
+        .expect("refresh reaches the sampler");
+
+    // watch: the current value at once, then every new one.
+    let mut w = session(&d).watch("load.one", None).unwrap();
+    assert_eq!(w.next().unwrap().unwrap().data, Some(0.42.into()));
+    d.daemon.publish_system(&model(0.9), 50.0);
+    let r = w.next().unwrap().unwrap();
+    assert_eq!(
+        (r.key.as_deref(), r.data),
+        (Some("load.one"), Some(0.9.into()))
+    );
+
+    // watch a path: inotify sees the branch change.
+    let mut w = session(&d)
+        .watch("git.branch", repo.path().to_str())
+        .unwrap();
+    assert_eq!(w.next().unwrap().unwrap().data, Some("main".into()));
+    std::fs::write(repo.path().join(".git/HEAD"), "ref: refs/heads/dev\n").unwrap();
+    assert_eq!(
+        w.next().unwrap().unwrap().data,
+        Some("dev".into()),
+        "updated by inotify"
+    );
+    let req = serde_json::json!({"op":"get","key":"git.commit","path":repo.path()}).to_string();
+    assert_eq!(
+        ask(&mut s, &req)["data"],
+        "2222222222222222222222222222222222222222"
+    );
+}
+
+#[test]
+fn malformed_json_and_unknown_ops_get_an_error_and_the_connection_lives_on() {
+    let d = start();
+    let mut s = session(&d);
+    for bad in [
+        "nonsense",
+        "{\"op\":",
+        "[1,2]",
+        "",
+        "{\"op\":\"get\"}",
+        "{\"op\":\"get\",\"key\":7}",
+    ] {
+        let v = ask(&mut s, bad);
+        assert_eq!(
+            (v["ok"].clone(), v["code"].clone()),
+            (false.into(), "bad_request".into()),
+            "{bad:?}: {v}"
+        );
+    }
+    let v = ask(&mut s, r#"{"op":"frobnicate"}"#);
+    assert_eq!(v["code"], "bad_request");
+    assert!(
+        v["error"].as_str().unwrap().contains("ops: get, watch"),
+        "{v}"
+    );
+    assert_eq!(
+        ask(&mut s, r#"{"op":"get","key":"load.one"}"#)["data"],
+        0.42
+    );
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let d = start();
+    let mut c = UnixStream::connect(&d.sock).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut batch = String::new();
+    for i in 0..200 {
+        batch.push_str(if i % 2 == 0 {
+            "{\"op\":\"get\",\"key\":\"load.one\"}\n"
+        } else {
+            "{\"op\":\"hello\"}\r\n"
+        });
+    }
+    c.write_all(batch.as_bytes()).unwrap();
+    c.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut all = String::new();
+    c.read_to_string(&mut all).unwrap();
+    let lines: Vec<Value> = all
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 200);
+    for (i, v) in lines.iter().enumerate() {
+        if i % 2 == 0 {
+            assert_eq!(v["data"], 0.42);
+        } else {
+            assert_eq!(v["data"]["protocol"], 1);
+        }
+    }
+}
+
+#[test]
+fn a_one_mebibyte_line_is_refused_and_the_daemon_keeps_serving() {
+    let d = start();
+    let mut c = UnixStream::connect(&d.sock).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut w = c.try_clone().unwrap();
+    // The daemon stops reading at 64 KiB and closes, so the writer may see EPIPE.
+    let writer = std::thread::spawn(move || {
+        let mut line = vec![b'a'; 1 << 20];
+        line.push(b'\n');
+        let _ = w.write_all(&line);
+    });
+    let mut reply = String::new();
+    let _ = c.read_to_string(&mut reply);
+    writer.join().unwrap();
+    let v: Value = serde_json::from_str(reply.lines().next().expect("a reply")).unwrap();
+    assert_eq!(v["code"], "too_long", "{v}");
+    assert_eq!(reply.lines().count(), 1, "then the connection is closed");
+    still_serving(&d);
+}
+
+fn raise_fd_limit(want: u64) {
+    // SAFETY: getrlimit/setrlimit with a valid struct.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        if r.rlim_cur < want {
+            r.rlim_cur = want.min(r.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+#[test]
+fn a_thousand_connections_at_once() {
+    // Both ends live in this process: 2,000 descriptors and some.
+    raise_fd_limit(4096);
+    let d = start();
+    let mut conns: Vec<UnixStream> = (0..1000)
+        .map(|i| UnixStream::connect(&d.sock).unwrap_or_else(|e| panic!("connection {i}: {e}")))
+        .collect();
+    for c in &mut conns {
+        c.write_all(b"{\"op\":\"get\",\"key\":\"load.one\"}\n")
+            .unwrap();
+    }
+    for c in &mut conns {
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut buf = [0u8; 256];
+        let n = c.read(&mut buf).unwrap();
+        let v: Value = serde_json::from_slice(&buf[..n]).unwrap();
+        assert_eq!(v["data"], 0.42);
+    }
+    wait_for("1000 clients counted", || d.daemon.clients() == 1000);
+    still_serving(&d);
+    drop(conns);
+    wait_for("clients gone", || d.daemon.clients() == 0);
+}
+
+#[test]
+fn connections_past_the_cap_are_refused_with_a_reason() {
+    let d = start_with(
+        Config {
+            max_connections: 5,
+            ..Config::default()
+        },
+        0o700,
+        0o600,
+    );
+    let mut held: Vec<Session> = (0..5).map(|_| session(&d)).collect();
+    for s in &mut held {
+        assert_eq!(ask(s, r#"{"op":"hello"}"#)["ok"], true);
+    }
+    let mut extra = session(&d);
+    let v: Value = serde_json::from_slice(extra.raw(b"{\"op\":\"hello\"}").unwrap()).unwrap();
+    assert_eq!(
+        (v["ok"].clone(), v["code"].clone()),
+        (false.into(), "refused".into()),
+        "{v}"
+    );
+    assert!(v["error"]
+        .as_str()
+        .unwrap()
+        .contains("too many connections"));
+    held.pop();
+    wait_for("a slot frees up", || {
+        let mut s = session(&d);
+        s.raw(b"{\"op\":\"hello\"}")
+            .map(|l| l.starts_with(b"{\"ok\":true"))
+            .unwrap_or(false)
+    });
+}
+
+#[test]
+fn clients_that_hang_up_mid_request_are_forgotten() {
+    let d = start();
+    for i in 0..200 {
+        let mut c = UnixStream::connect(&d.sock).unwrap();
+        match i % 3 {
+            0 => c.write_all(b"{\"op\":\"ge").unwrap(),
+            1 => c
+                .write_all(b"{\"op\":\"get\",\"key\":\"snapshot\"}\n")
+                .unwrap(),
+            _ => {}
+        }
+        drop(c);
+    }
+    still_serving(&d);
+    wait_for("every hung-up client closed", || d.daemon.clients() == 0);
+}
+
+#[test]
+fn a_watch_client_that_never_reads_is_dropped_and_stalls_no_one() {
+    let d = start_with(
+        Config {
+            watch_write_timeout: Duration::from_millis(300),
+            ..Config::default()
+        },
+        0o700,
+        0o600,
+    );
+    // A snapshot of 3,000 processes is ~1 MB of JSON: a few fill the socket buffer.
+    let mut big = model(1.0);
+    big.procs = (0..3000)
+        .map(|pid| ProcRate {
+            pid,
+            ..Default::default()
+        })
+        .collect();
+    let mut sleeper = UnixStream::connect(&d.sock).unwrap();
+    sleeper
+        .write_all(b"{\"op\":\"watch\",\"key\":\"snapshot\"}\n")
+        .unwrap();
+    let mut other = session(&d);
+    for i in 0..20 {
+        big.load[0] = i as f64;
+        d.daemon.publish_system(&big, 50.0);
+        // Everyone else is answered while the sleeper's stream is stuck.
+        let v = ask(&mut other, r#"{"op":"get","key":"load.one"}"#);
+        assert_eq!(v["data"], i as f64);
+    }
+    wait_for("the non-reader dropped", || d.daemon.clients() == 1);
+    drop(other);
+    drop(sleeper);
+    still_serving(&d);
+}
+
+#[test]
+fn the_socket_admits_only_its_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = start();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&d.sock), 0o600);
+    assert_eq!(mode(d.sock.parent().unwrap()), 0o700);
+    // A live daemon's socket is not taken over.
+    let e = kernstat_daemon::bind(&d.sock, 0o600, 0o700).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse);
+    // A stale one (nobody listening) is replaced.
+    let stale = d.sock.with_file_name("stale");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    kernstat_daemon::bind(&stale, 0o600, 0o700).expect("stale socket replaced");
+}
+
+/// Run by `peer_credentials_are_checked` as another user: prints the reply to hello.
+#[test]
+#[ignore = "helper: run by peer_credentials_are_checked as an unprivileged user"]
+fn peer_child() {
+    let sock = std::env::var("KS_PEER_SOCK").expect("KS_PEER_SOCK");
+    let mut s = Session::connect(Path::new(&sock)).expect("connect");
+    let line = s.raw(b"{\"op\":\"hello\"}").expect("reply");
+    println!("REPLY {}", String::from_utf8_lossy(line));
+}
+
+#[test]
+fn peer_credentials_are_checked() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: switching to another uid needs root");
+        return;
+    }
+    let run_as = |uid: u32, d: &TestDaemon| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "peer_child", "--nocapture"])
+            .env("KS_PEER_SOCK", &d.sock)
+            .uid(uid)
+            .gid(uid)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let reply = text
+            .lines()
+            .find_map(|l| l.strip_prefix("REPLY "))
+            .map(str::to_string);
+        reply.unwrap_or_else(|| panic!("no reply: {text} {}", String::from_utf8_lossy(&out.stderr)))
+    };
+    // A system daemon: anyone may open the socket, only uid 65533 (and root) is served.
+    let d = start_with(
+        Config {
+            access: kernstat_daemon::Access {
+                uids: Some(vec![65533]),
+            },
+            ..Config::default()
+        },
+        0o755,
+        0o666,
+    );
+    // The temporary directory itself must be reachable by the other users.
+    let mut p = d.sock.parent().unwrap();
+    while let Some(parent) = p.parent() {
+        if p == Path::new("/tmp") {
+            break;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p = parent;
+    }
+    let refused: Value = serde_json::from_str(&run_as(65534, &d)).unwrap();
+    assert_eq!(refused["code"], "refused", "{refused}");
+    let allowed: Value = serde_json::from_str(&run_as(65533, &d)).unwrap();
+    assert_eq!(allowed["ok"], true, "{allowed}");
+}

@@ -1,0 +1,275 @@
+//! The daemon's command-line clients: `kernstat get`, `watch` and `status`.
+//!
+//! Exit status for scripts and prompts: 0 with a value, 1 when the key has no value
+//! (no battery on this machine, not a git repository), 2 on an error (unknown key, bad
+//! input, no daemon for `watch`/`status`). Without a daemon, `get` computes the value
+//! here from /proc and the repository's files, and says so on stderr.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kernstat_daemon::providers::{self, basic, git, system};
+use kernstat_daemon::{default_socket, Cache, Reply, Session};
+use kernstat_model::{Model, ModelOptions, RawSample};
+
+use crate::cli::{GetArgs, SocketArg, StatusArgs, WatchArgs};
+use crate::collect::{CollectOptions, Collector};
+
+/// Window for rates when `get` computes a value itself.
+const DIRECT_WINDOW: Duration = Duration::from_millis(250);
+/// How long a client waits for the daemon's answer.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+fn socket_of(s: &SocketArg) -> PathBuf {
+    s.socket.clone().unwrap_or_else(default_socket)
+}
+
+/// For git.* keys: the directory as an absolute path (the daemon has another cwd).
+fn key_path(key: &str, path: Option<&Path>) -> io::Result<Option<String>> {
+    if !key.starts_with("git.") {
+        return Ok(None);
+    }
+    let dir = match path {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_dir()?,
+    };
+    let abs = dir
+        .canonicalize()
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    Ok(Some(abs.to_string_lossy().into_owned()))
+}
+
+fn fail(msg: impl std::fmt::Display) -> i32 {
+    eprintln!("kernstat: {msg}");
+    2
+}
+
+/// Prints a reply's value (strings bare, everything else as JSON) or its error, and
+/// returns the exit status.
+fn print_reply(key: &str, reply: &Reply, json: bool) -> i32 {
+    let status = match (&reply.data, reply.ok) {
+        (Some(_), true) => 0,
+        (None, true) => 1,
+        _ if reply.no_data() => 1,
+        _ => 2,
+    };
+    let mut out = io::stdout().lock();
+    let written = if json {
+        serde_json::to_writer(&mut out, reply)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else if let (0, Some(v)) = (status, &reply.data) {
+        match v {
+            serde_json::Value::String(s) => writeln!(out, "{s}"),
+            other => writeln!(out, "{other}"),
+        }
+    } else {
+        Ok(())
+    };
+    if written.is_err() {
+        return status;
+    }
+    if !json && status != 0 {
+        let why = reply.error.as_deref().unwrap_or("no data");
+        eprintln!("kernstat: {key}: {why}");
+    }
+    status
+}
+
+/// `kernstat get`.
+pub fn get(args: &GetArgs) -> i32 {
+    if args.list {
+        let mut out = io::stdout().lock();
+        for (k, what) in providers::all_keys() {
+            if writeln!(out, "{k:<18}{what}").is_err() {
+                break;
+            }
+        }
+        return 0;
+    }
+    let Some(key) = args.key.as_deref() else {
+        return fail("get needs a KEY (kernstat get --list names them)");
+    };
+    let path = match key_path(key, args.path.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("--path {e}")),
+    };
+    let sock = socket_of(&args.socket);
+    let reply = match Session::connect(&sock) {
+        Ok(mut s) => {
+            let _ = s.set_timeout(Some(TIMEOUT));
+            match s.get(key, path.as_deref()) {
+                Ok(r) => r,
+                Err(e) => return fail(format!("daemon at {}: {e}", sock.display())),
+            }
+        }
+        Err(e) => {
+            eprintln!(
+                "kernstat: no daemon at {} ({e}); computed directly (`kernstat daemon` serves cached values)",
+                sock.display()
+            );
+            match direct(key, path.as_deref()) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            }
+        }
+    };
+    print_reply(key, &reply, args.json)
+}
+
+fn value_reply(json: &[u8]) -> Reply {
+    let data: Option<serde_json::Value> = serde_json::from_slice(json).ok();
+    match data {
+        Some(serde_json::Value::Null) | None => Reply {
+            ok: false,
+            code: Some("no_data".into()),
+            error: Some("no data".into()),
+            ..Reply::default()
+        },
+        Some(v) => Reply {
+            ok: true,
+            data: Some(v),
+            age_ms: Some(0),
+            stale: Some(false),
+            ..Reply::default()
+        },
+    }
+}
+
+/// Computes one key the way the daemon would, without a daemon: git keys from the
+/// repository's files, host facts from uname and sysinfo, system metrics from /proc
+/// (rates over a 250 ms window).
+fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
+    if !providers::all_keys().any(|(k, _)| *k == key) {
+        return Ok(Reply {
+            ok: false,
+            code: Some("unknown_key".into()),
+            error: Some(format!(
+                "unknown key {key:?} (kernstat get --list names them)"
+            )),
+            ..Reply::default()
+        });
+    }
+    if let Some(p) = path {
+        return Ok(match git::read(Path::new(p)) {
+            Ok(info) => git::values(&info)
+                .into_iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| value_reply(&v))
+                .unwrap_or_else(|| value_reply(b"null")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => value_reply(b"null"),
+            Err(e) => anyhow::bail!("{p}: {e}"),
+        });
+    }
+    let cache = Cache::new();
+    if basic::BASIC_KEYS.iter().any(|(k, _)| *k == key) {
+        basic::publish(&cache);
+    } else {
+        let mut c = Collector::open(&CollectOptions {
+            no_bpf: true,
+            ..CollectOptions::default()
+        })?;
+        let (mut a, mut b) = (RawSample::default(), RawSample::default());
+        c.sample(&mut a)?;
+        if system::is_rate(key) {
+            std::thread::sleep(DIRECT_WINDOW);
+        }
+        c.sample(&mut b)?;
+        let mut m = Model::default();
+        m.update(&a, &b, &ModelOptions::default());
+        system::publish(&cache, &m, 0.0);
+    }
+    Ok(match cache.get(key, None) {
+        Some(e) => value_reply(&e.json),
+        None => value_reply(b"null"),
+    })
+}
+
+/// `kernstat watch`.
+pub fn watch(args: &WatchArgs) -> i32 {
+    let path = match key_path(&args.key, args.path.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("--path {e}")),
+    };
+    let sock = socket_of(&args.socket);
+    let session = match Session::connect(&sock) {
+        Ok(s) => s,
+        Err(e) => {
+            return fail(format!(
+                "no daemon at {} ({e}); start one with `kernstat daemon`",
+                sock.display()
+            ))
+        }
+    };
+    let stream = match session.watch(&args.key, path.as_deref()) {
+        Ok(w) => w,
+        Err(e) => return fail(format!("daemon at {}: {e}", sock.display())),
+    };
+    for update in stream {
+        let reply = match update {
+            Ok(r) => r,
+            Err(e) => return fail(format!("daemon at {}: {e}", sock.display())),
+        };
+        if !reply.ok {
+            return print_reply(&args.key, &reply, args.json);
+        }
+        let mut out = io::stdout().lock();
+        let written = if args.json {
+            serde_json::to_writer(&mut out, &reply)
+                .map_err(io::Error::from)
+                .and_then(|()| writeln!(out))
+        } else {
+            match &reply.data {
+                Some(serde_json::Value::String(s)) => writeln!(out, "{s}"),
+                Some(v) => writeln!(out, "{v}"),
+                None => writeln!(out, "null"),
+            }
+        };
+        if written.and_then(|()| out.flush()).is_err() {
+            return 0; // the reader went away
+        }
+    }
+    fail(format!(
+        "the daemon at {} closed the stream",
+        sock.display()
+    ))
+}
+
+/// `kernstat status`.
+pub fn status(args: &StatusArgs) -> i32 {
+    let sock = socket_of(&args.socket);
+    let mut s = match Session::connect(&sock) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("no daemon at {} ({e})", sock.display())),
+    };
+    let _ = s.set_timeout(Some(TIMEOUT));
+    let reply = match s.op("status") {
+        Ok(r) => r,
+        Err(e) => return fail(format!("daemon at {}: {e}", sock.display())),
+    };
+    let Some(d) = reply.data.as_ref().filter(|_| reply.ok) else {
+        return print_reply("status", &reply, args.json);
+    };
+    let mut out = io::stdout().lock();
+    let _ = if args.json {
+        writeln!(out, "{d}")
+    } else {
+        writeln!(
+            out,
+            "kernstat daemon {} (protocol {}), pid {}, up {:.0} s\nsocket {}\nsource {}, sampling every {} s\n{} keys, {} clients, {} requests served, {} git paths watched",
+            d["version"].as_str().unwrap_or("?"),
+            d["protocol"],
+            d["pid"],
+            d["uptime_s"].as_f64().unwrap_or(0.0),
+            sock.display(),
+            d["source"].as_str().unwrap_or("?"),
+            d["interval_s"],
+            d["keys"],
+            d["clients"],
+            d["requests"],
+            d["git_paths"],
+        )
+    };
+    0
+}

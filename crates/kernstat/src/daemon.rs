@@ -1,0 +1,232 @@
+//! `kernstat daemon`: the sampler on its interval, publishing into the daemon's cache,
+//! and the socket server (kernstat-daemon) on a small tokio runtime.
+//!
+//! Start-up order matters for least privilege: load BPF and bind the socket while still
+//! root, then (with --system) switch to the unprivileged user with no capabilities,
+//! and only then start threads. The sampler runs on the main thread (the BPF skeleton
+//! stays where it was loaded); a signal thread turns SIGTERM/SIGINT/SIGHUP into a
+//! clean stop that removes the socket.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use kernstat_daemon::{client::SYSTEM_SOCKET, Access, Config, Daemon};
+use kernstat_model::{Model, ModelOptions, RawSample, Source};
+
+use crate::bar::open_collector;
+use crate::cli::DaemonArgs;
+use crate::privileges::{self, Dropped};
+use crate::signals::{Signals, Wake};
+
+/// The first sample is published this soon after the baseline, so that clients get
+/// numbers right after start (rates over a short window, like the bar's first tick).
+const FIRST_WINDOW: Duration = Duration::from_millis(20);
+/// Refresh requests closer together than this are merged (clients cannot spin the
+/// sampler).
+const MIN_REFRESH_GAP: Duration = Duration::from_millis(100);
+
+enum Msg {
+    Refresh,
+    Stop,
+}
+
+fn raise_fd_limit() {
+    // Each client is a descriptor; the default soft limit (1024) is below the
+    // connection cap. SAFETY: getrlimit/setrlimit with a valid struct.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max.min(65536);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+fn chown(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))
+}
+
+/// Runs `kernstat daemon`; returns the exit status.
+pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if args.system && euid != 0 {
+        bail!(
+            "--system needs root: it loads BPF and binds {SYSTEM_SOCKET}, then switches to --user {}",
+            args.user
+        );
+    }
+    let switch_to = if args.system {
+        Some(
+            privileges::lookup_user(&args.user)
+                .with_context(|| format!("--user {}: no such user", args.user))?,
+        )
+    } else {
+        None
+    };
+    let mut allowed = Vec::new();
+    for a in &args.allow {
+        let u = privileges::lookup_user(a).with_context(|| format!("--allow {a}: no such user"))?;
+        allowed.push(u.uid);
+    }
+    let access = if !allowed.is_empty() {
+        Access {
+            uids: Some(allowed),
+        }
+    } else if args.system {
+        Access { uids: None }
+    } else {
+        Access {
+            uids: Some(vec![euid]),
+        }
+    };
+    let socket: PathBuf = args.socket.clone().unwrap_or_else(|| {
+        if args.system {
+            PathBuf::from(SYSTEM_SOCKET)
+        } else {
+            kernstat_daemon::client::user_socket()
+        }
+    });
+
+    let signals = Signals::block();
+    raise_fd_limit();
+    let mut collector = open_collector(&args.source)?;
+    // A system daemon's socket is for every local user (the peer check narrows it with
+    // --allow); a user daemon's is for its owner only.
+    let (mode, dir_mode) = if args.system {
+        (0o666, 0o755)
+    } else {
+        (0o600, 0o700)
+    };
+    let listener = kernstat_daemon::bind(&socket, mode, dir_mode)
+        .with_context(|| format!("binding {}", socket.display()))?;
+
+    let mut scratch = RawSample::default();
+    let dropped = match &switch_to {
+        Some(user) => {
+            // The daemon must be able to remove its socket after the switch.
+            if let Some(dir) = socket.parent() {
+                chown(dir, user.uid, user.gid)
+                    .with_context(|| format!("chown {}", dir.display()))?;
+            }
+            chown(&socket, user.uid, user.gid)
+                .with_context(|| format!("chown {}", socket.display()))?;
+            privileges::become_user(user, || collector.sample(&mut scratch).is_ok())
+                .context("dropping privileges")?
+        }
+        None if collector.source() == Source::Bpf => {
+            privileges::drop_after_load(|| collector.sample(&mut scratch).is_ok())
+        }
+        None => Dropped::Nothing,
+    };
+
+    let config = Config {
+        max_connections: args.max_connections.max(1),
+        access,
+        interval: args.interval,
+        ..Config::default()
+    };
+    let daemon = Daemon::new(config);
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let refresh_tx = tx.clone();
+    daemon.set_refresh(move || {
+        let _ = refresh_tx.send(Msg::Refresh);
+    });
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || loop {
+            if signals.wait(Duration::from_secs(3600)) == Wake::Stop {
+                let _ = tx.send(Msg::Stop);
+                return;
+            }
+        })
+        .context("starting the signal thread")?;
+
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(2));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .max_blocking_threads(4)
+        .thread_name("kernstat-daemon")
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = rt.spawn(kernstat_daemon::serve(listener, daemon.clone(), async {
+        let _ = stopped.await;
+    }));
+    rt.spawn(daemon.clone().run_providers());
+
+    eprintln!(
+        "kernstat daemon: listening on {} (source {}, every {:?}{})",
+        socket.display(),
+        collector.source().as_str(),
+        args.interval,
+        match (&switch_to, dropped) {
+            (Some(u), Dropped::KeptBpf) => format!(", running as {} with CAP_BPF only", u.name),
+            (Some(u), _) => format!(", running as {} without capabilities", u.name),
+            (None, Dropped::All) => ", capabilities dropped".to_string(),
+            _ => String::new(),
+        }
+    );
+
+    let opts = ModelOptions {
+        include_kthreads: args.kthreads,
+        ..ModelOptions::default()
+    };
+    let result = sample_loop(&mut collector, &daemon, &rx, args.interval, &opts);
+
+    let _ = stop_server.send(());
+    let _ = rt.block_on(server);
+    rt.shutdown_timeout(Duration::from_secs(1));
+    if let Err(e) = std::fs::remove_file(&socket) {
+        eprintln!(
+            "kernstat daemon: could not remove {}: {e}",
+            socket.display()
+        );
+    }
+    result.map(|()| 0)
+}
+
+/// Samples on a fixed grid (and on refresh requests) until told to stop.
+fn sample_loop(
+    collector: &mut crate::collect::Collector,
+    daemon: &Daemon,
+    rx: &mpsc::Receiver<Msg>,
+    interval: Duration,
+    opts: &ModelOptions,
+) -> anyhow::Result<()> {
+    let mut prev = RawSample::default();
+    let mut cur = RawSample::default();
+    let mut model = Model::default();
+    collector.sample(&mut prev).context("sampling")?;
+    let mut last = Instant::now();
+    let mut grid = last + FIRST_WINDOW;
+    let mut due = grid;
+    loop {
+        let now = Instant::now();
+        if due > now {
+            match rx.recv_timeout(due - now) {
+                Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+                Ok(Msg::Refresh) => {
+                    due = due.min((last + MIN_REFRESH_GAP).max(now));
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+        let t0 = Instant::now();
+        collector.sample(&mut cur).context("sampling")?;
+        model.update(&prev, &cur, opts);
+        let sample_us = t0.elapsed().as_secs_f64() * 1e6;
+        daemon.publish_system(&model, sample_us);
+        std::mem::swap(&mut prev, &mut cur);
+        last = Instant::now();
+        // The next grid point after now; a refresh in between does not move the grid.
+        while grid <= last {
+            grid += interval;
+        }
+        due = grid;
+    }
+}

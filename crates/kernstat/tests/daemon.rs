@@ -1,0 +1,503 @@
+//! `kernstat daemon` and its clients as users run them: values against /proc and
+//! workloads with known answers, exit statuses, `get` without a daemon, a clean stop on
+//! SIGTERM, a system daemon that drops to `nobody`, and `bar --daemon` rendering the
+//! daemon's samples without loading BPF itself. BPF/root tests follow the usual gates
+//! (CI=true: they must run).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kernstat_testkit::{bpf_gate, proc_rss_bytes, Lines, Workload};
+use serde_json::Value;
+
+fn kernstat() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_kernstat"))
+}
+
+/// A daemon on a temporary socket; SIGKILLed on drop if a test did not stop it.
+struct DaemonProc {
+    child: Child,
+    sock: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl DaemonProc {
+    fn start(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("run/sock");
+        let mut args = vec![
+            "daemon",
+            "--socket",
+            sock.to_str().unwrap(),
+            "--interval",
+            "0.3",
+        ];
+        args.extend_from_slice(extra);
+        let child = Command::new(kernstat())
+            .args(&args)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kernstat daemon");
+        let d = DaemonProc { child, sock, dir };
+        d.wait_ready();
+        d
+    }
+
+    /// Until the daemon has published its first sample.
+    fn wait_ready(&self) {
+        let t = Instant::now();
+        loop {
+            let (code, _, _) = self.get(&["cpu.percent"]);
+            if code == Some(0) {
+                return;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "the daemon did not come up"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn get(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        let mut all = vec!["get", "--socket", self.sock.to_str().unwrap()];
+        all.extend_from_slice(args);
+        run(&all)
+    }
+
+    fn value(&self, key: &str) -> Value {
+        let (code, out, err) = self.get(&[key, "--json"]);
+        assert_eq!(code, Some(0), "get {key}: {err}");
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["ok"], true);
+        assert_eq!(v["stale"], false);
+        v["data"].clone()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM; returns the exit status and stderr.
+    fn stop(mut self) -> (Option<i32>, String) {
+        // SAFETY: kill with a valid signal.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let mut err = String::new();
+        use std::io::Read;
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let status = self.child.wait().unwrap();
+        (status.code(), err)
+    }
+}
+
+impl Drop for DaemonProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    run_env(args, &[])
+}
+
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let out = Command::new(kernstat())
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run kernstat");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn meminfo_kb(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+fn loadavg_one() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The daemon's source: BPF as root (must work under CI), procfs otherwise.
+fn source_args() -> &'static [&'static str] {
+    if bpf_gate() {
+        &[]
+    } else {
+        &["--no-bpf"]
+    }
+}
+
+#[test]
+fn values_match_proc_and_a_known_workload() {
+    let d = DaemonProc::start(source_args());
+    assert_eq!(
+        d.value("mem.total").as_u64().unwrap(),
+        meminfo_kb("MemTotal") * 1024
+    );
+    // The kernel recomputes the load every 5 s and the cached value is up to one
+    // daemon interval old: it must match /proc/loadavg once both are past an update.
+    let t = Instant::now();
+    loop {
+        let before = loadavg_one();
+        let load = d.value("load.one").as_f64().unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        let after = loadavg_one();
+        if before == after && (load - before).abs() <= 0.011 {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "load.one {load} vs /proc/loadavg {before}..{after}"
+        );
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(d.value("hostname.name"), host.trim());
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(d.value("uname.release"), release.trim());
+    let want_source = if source_args().is_empty() {
+        "bpf"
+    } else {
+        "procfs"
+    };
+    assert_eq!(d.value("source"), want_source);
+
+    // A process holding 256 MiB tops the memory list with its /proc RSS (a sample taken
+    // while it was still touching its pages may show less: wait for one after "ready").
+    let w = Workload::start(&["alloc", "256"]);
+    let t = Instant::now();
+    loop {
+        let top = d.value("top.mem");
+        let first = &top[0];
+        let rss = proc_rss_bytes(w.pid()) as f64;
+        let v = first["value"].as_f64().unwrap_or(0.0);
+        if first["pid"] == w.pid() && (v - rss).abs() <= rss * 0.01 {
+            assert_eq!(first["comm"], "ks-workload");
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the workload (pid {}, statm RSS {rss}) never topped top.mem with its RSS: {top}",
+            w.pid()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The snapshot key carries every process, the workload included.
+    let snap = d.value("snapshot");
+    let procs = snap["procs"].as_array().unwrap();
+    assert!(procs.iter().any(|p| p["pid"] == w.pid()));
+}
+
+#[test]
+fn exit_statuses_and_output_forms() {
+    let d = DaemonProc::start(&["--no-bpf"]);
+    let (code, out, _) = d.get(&["mem.total"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out.trim().parse::<u64>().unwrap(),
+        meminfo_kb("MemTotal") * 1024
+    );
+    let (code, out, _) = d.get(&["uname.sysname"]);
+    assert_eq!(
+        (code, out.as_str()),
+        (Some(0), "Linux\n"),
+        "strings print bare"
+    );
+    // This machine has no battery: a known key without a value.
+    let battery = Path::new("/sys/class/power_supply")
+        .read_dir()
+        .map(|mut r| r.next().is_some());
+    if battery.unwrap_or(false) {
+        eprintln!("skipped the no-battery check: this machine has a power supply");
+    } else {
+        let (code, out, err) = d.get(&["battery.percent"]);
+        assert_eq!((code, out.as_str()), (Some(1), ""), "{err}");
+    }
+    let (code, _, err) = d.get(&["no.such.key"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown key"), "{err}");
+    // A directory that is not a repository: no data.
+    let plain = tempfile::tempdir().unwrap();
+    let (code, _, _) = d.get(&["git.branch", "--path", plain.path().to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    let (code, _, err) = d.get(&["git.branch", "--path", "/no/such/dir"]);
+    assert_eq!(code, Some(2), "{err}");
+    // --list names every key.
+    let (code, out, _) = run(&["get", "--list"]);
+    assert_eq!(code, Some(0));
+    for k in [
+        "load.one",
+        "top.cpu",
+        "git.branch",
+        "hostname.name",
+        "summary",
+    ] {
+        assert!(out.lines().any(|l| l.starts_with(k)), "{k} listed");
+    }
+    // status and watch.
+    let (code, out, _) = run(&["status", "--json", "--socket", d.sock.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+    let s: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(s["pid"], d.pid());
+    assert_eq!(s["source"], "procfs");
+    let mut w = Lines::spawn(
+        kernstat(),
+        &["watch", "mem.total", "--socket", d.sock.to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    for _ in 0..3 {
+        let line = w.next_line().expect("an update per sample");
+        assert_eq!(line.parse::<u64>().unwrap(), meminfo_kb("MemTotal") * 1024);
+    }
+}
+
+#[test]
+fn get_without_a_daemon_computes_the_value_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("nobody-home");
+    let s = sock.to_str().unwrap();
+    let (code, out, err) = run(&["get", "mem.total", "--socket", s]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out.trim().parse::<u64>().unwrap(),
+        meminfo_kb("MemTotal") * 1024
+    );
+    assert!(
+        err.contains("no daemon") && err.contains("computed directly"),
+        "{err}"
+    );
+    let (code, out, _) = run(&["get", "cpu.percent", "--socket", s]);
+    assert_eq!(code, Some(0));
+    let cpu: f64 = out.trim().parse().unwrap();
+    assert!((0.0..=100.0).contains(&cpu));
+    let (code, _, err) = run(&["get", "no.such.key", "--socket", s]);
+    assert_eq!(code, Some(2), "{err}");
+    // git keys straight from the repository's files (this source tree is one, when
+    // built from a clone).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if root.join(".git").exists() {
+        let (code, out, err) = run(&[
+            "get",
+            "git.commit",
+            "--path",
+            root.to_str().unwrap(),
+            "--socket",
+            s,
+        ]);
+        assert_eq!(code, Some(0), "{err}");
+        let head = Command::new("git")
+            .args(["-C", root.to_str().unwrap(), "rev-parse", "HEAD"])
+            .output();
+        if let Some(h) = head.ok().filter(|h| h.status.success()) {
+            assert_eq!(
+                out.trim(),
+                String::from_utf8_lossy(&h.stdout).trim(),
+                "git agrees"
+            );
+        }
+    }
+}
+
+#[test]
+fn sigterm_stops_cleanly_and_removes_the_socket() {
+    let d = DaemonProc::start(&["--no-bpf"]);
+    let sock = d.sock.clone();
+    assert!(sock.exists());
+    // A second daemon on the same socket refuses instead of stealing it.
+    let (code, _, err) = run(&["daemon", "--no-bpf", "--socket", sock.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("already listening"), "{err}");
+    let (code, err) = d.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!sock.exists(), "socket removed");
+    assert!(err.contains("listening on"), "{err}");
+}
+
+fn status_field(pid: u32, field: &str) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(field).map(|v| v.trim().to_string()))
+        .unwrap()
+}
+
+fn bpf_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    std::fs::read_link(e.path())
+                        .map(|l| l.to_string_lossy().contains("bpf"))
+                        .unwrap_or(false)
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_system_daemon_runs_as_nobody_without_capabilities() {
+    if !bpf_gate() {
+        return;
+    }
+    let d = DaemonProc::start(&["--system", "--user", "nobody"]);
+    // The temporary directory must be reachable by other users for this test.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let uids = status_field(d.pid(), "Uid:");
+    assert!(uids.split_whitespace().all(|u| u == "65534"), "Uid: {uids}");
+    assert_eq!(status_field(d.pid(), "CapEff:"), "0000000000000000");
+    assert_eq!(status_field(d.pid(), "CapPrm:"), "0000000000000000");
+    assert_eq!(
+        d.value("source"),
+        "bpf",
+        "BPF loaded before the switch keeps working"
+    );
+    assert!(bpf_fds(d.pid()) > 0);
+    // Samples keep coming after the switch (the iterator is read as nobody).
+    let a = d.value("tasks.count");
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(d.value("tasks.count").as_u64().unwrap() > 0 && !a.is_null());
+
+    // Another unprivileged user is served through the 0666 socket...
+    let out = Command::new(kernstat())
+        .args(["get", "mem.total", "--socket", d.sock.to_str().unwrap()])
+        .uid(65533)
+        .gid(65533)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<u64>()
+            .unwrap(),
+        meminfo_kb("MemTotal") * 1024
+    );
+    let (code, err) = d.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("running as nobody"), "{err}");
+
+    // ...unless --allow names others: the peer check refuses it.
+    let d = DaemonProc::start(&["--system", "--allow", "65532"]);
+    std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(kernstat())
+        .args(["status", "--socket", d.sock.to_str().unwrap()])
+        .uid(65533)
+        .gid(65533)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not allowed"));
+}
+
+use std::os::unix::process::CommandExt;
+
+#[test]
+fn bars_render_from_the_daemon_without_sampling() {
+    let d = DaemonProc::start(source_args());
+    let sock = d.sock.to_str().unwrap().to_string();
+    let mut bars: Vec<Lines> = (0..3)
+        .map(|_| {
+            Lines::spawn(
+                kernstat(),
+                &[
+                    "bar",
+                    "--daemon",
+                    "--socket",
+                    &sock,
+                    "--text",
+                    "{mem_total} {load1}",
+                ],
+                Duration::from_secs(30),
+            )
+        })
+        .collect();
+    for bar in &mut bars {
+        let line = bar.next_line().expect("a line from the daemon's sample");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let text = v["text"].as_str().unwrap();
+        assert!(
+            text.ends_with(['B', 'K', 'M', 'G', 'T']) || text.contains(' '),
+            "{text}"
+        );
+        let tip = v["tooltip"].as_str().unwrap();
+        assert!(tip.contains("Memory ") && tip.contains("Load "), "{tip}");
+        let next = bar.next_line().expect("the next daemon sample");
+        assert!(serde_json::from_str::<Value>(&next).is_ok());
+        // The bar itself loaded nothing: the daemon holds the only BPF objects.
+        assert_eq!(bpf_fds(bar.pid()), 0, "bar --daemon loaded BPF");
+    }
+    if source_args().is_empty() {
+        assert!(bpf_fds(d.pid()) > 0);
+    }
+    // --json shows the daemon's numbers: the same memory total as /proc.
+    let mut j = Lines::spawn(
+        kernstat(),
+        &["bar", "--daemon", "--socket", &sock, "--json"],
+        Duration::from_secs(30),
+    );
+    let v: Value = serde_json::from_str(&j.next_line().unwrap()).unwrap();
+    assert_eq!(
+        v["mem"]["total_bytes"].as_u64().unwrap(),
+        meminfo_kb("MemTotal") * 1024
+    );
+    assert!(
+        v["procs"].as_array().unwrap().is_empty(),
+        "bars get the summary"
+    );
+}
+
+#[test]
+fn a_bar_without_a_daemon_samples_by_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("none");
+    let mut bar = Command::new(kernstat())
+        .args([
+            "bar",
+            "--daemon",
+            "--socket",
+            sock.to_str().unwrap(),
+            "--no-bpf",
+            "--no-lock",
+            "--interval",
+            "0.2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(bar.stdout.take().unwrap()).lines();
+    let v: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert!(v["text"].is_string());
+    let _ = bar.kill();
+    let out = bar.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no daemon") && err.contains("sampling here"),
+        "{err}"
+    );
+}
