@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes (default: all). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon (default: all). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -232,6 +232,57 @@ section_writes() {
   sysctl -qw kernel.bpf_stats_enabled=0
 }
 
+# hyperfine's median of a command, in milliseconds.
+hf_median_ms() {
+  local j; j=$(mktemp)
+  hyperfine -N --warmup 100 --runs 2000 --export-json "$j" "$@" >/dev/null 2>&1
+  grep -o '"median": *[0-9.e-]*' "$j" | head -1 | awk -F: '{printf "%.3f ms\n", $2*1000}'
+  rm -f "$j"
+}
+
+section_daemon() {
+  local bench dir p comb="" cp=""
+  cargo bench -q -p kernstat-daemon --bench daemon --no-run 2>/dev/null
+  bench=$(ls -t target/release/deps/daemon-* | grep -v '\.d$' | head -1)
+  echo "== daemon in-process (cargo bench): cache read, held-connection round trip, throughput"
+  for pin in "" --pin --pin-same; do "$bench" --secs 3 $pin; done
+  dir=$(mktemp -d)
+  $K daemon --socket "$dir/sock" 2>/dev/null & p=$!
+  sleep 1
+  # beachcomber, the peer, when installed (cargo install beachcomber): same client load.
+  if command -v comb >/dev/null; then
+    comb=$(command -v comb); $comb get load.one >/dev/null
+    cp=$(cat /tmp/beachcomber-$(id -u)/daemon.pid 2>/dev/null || true)
+  fi
+  for mode in unpinned same split; do
+    local flag=""
+    case $mode in
+      same) flag=--pin-same; taskset -a -p -c 0 $p >/dev/null; [ -n "$cp" ] && taskset -a -p -c 0 "$cp" >/dev/null ;;
+      split) flag=--pin; taskset -a -p -c 0 $p >/dev/null; [ -n "$cp" ] && taskset -a -p -c 0 "$cp" >/dev/null ;;
+    esac
+    echo "== 'kernstat daemon' process, clients $mode"; "$bench" --secs 3 --socket "$dir/sock" $flag
+    [ -n "$cp" ] && { echo "== comb daemon, clients $mode"; "$bench" --secs 3 --socket /tmp/beachcomber-$(id -u)/sock $flag; }
+  done
+  taskset -a -p -c 0-$(($(nproc) - 1)) $p >/dev/null
+  echo "== whole process, hyperfine median of 2000 runs"
+  echo "kernstat get load.one (daemon):    $(hf_median_ms "$K get load.one --socket $dir/sock")"
+  echo "kernstat get load.one (no daemon): $(hf_median_ms "$K get load.one --socket $dir/none")"
+  [ -n "$comb" ] && echo "comb get load.one:                 $(hf_median_ms "$comb get load.one")"
+  echo "== daemon cost over 60 s idle at 2 s, and resident memory"
+  sysctl -qw kernel.bpf_stats_enabled=1
+  local s0 b0 t0 s1 b1 t1
+  s0=$(cut -d' ' -f1 /proc/$p/schedstat); b0=$(hook_ns); t0=$(date +%s%N)
+  sleep 60
+  s1=$(cut -d' ' -f1 /proc/$p/schedstat); b1=$(hook_ns); t1=$(date +%s%N)
+  sysctl -qw kernel.bpf_stats_enabled=0
+  awk -v s=$((s1 - s0)) -v b=$((b1 - b0)) -v t=$((t1 - t0)) 'BEGIN {
+    printf "process %.4f%% + hooks %.4f%% = %.4f%% of one core\n", s/t*100, b/t*100, (s+b)/t*100 }'
+  echo "kernstat daemon $(grep VmRSS /proc/$p/status)"
+  [ -n "$cp" ] && echo "comb daemon $(grep VmRSS /proc/$cp/status)"
+  kill -TERM $p; wait $p 2>/dev/null || true
+  rm -rf "$dir"
+}
+
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon)
 for s in "${sections[@]}"; do "section_$s"; done

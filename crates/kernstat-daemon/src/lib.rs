@@ -11,7 +11,7 @@
 //! - `server`: the daemon's state and the socket server.
 //! - `client`: a blocking client that keeps its connection, for the CLI and scripts.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod cache;
 pub mod client;
