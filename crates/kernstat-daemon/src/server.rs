@@ -77,6 +77,36 @@ struct GitPath {
     _watcher: Option<notify::RecommendedWatcher>,
     failures: u32,
     retry_at: Instant,
+    /// Someone asked for a count key: only then are the counts kept fresh (they cost
+    /// CPU, and gix's code and buffers resident memory).
+    wants_counts: bool,
+    /// The counts (ahead/behind, status) are being computed.
+    counts_busy: bool,
+    /// Not before then: a count that took T waits 50 T before the next, so that a
+    /// huge repository costs at most ~2 % of a core however often it changes.
+    counts_next: Instant,
+}
+
+impl GitPath {
+    fn new(watcher: Option<notify::RecommendedWatcher>, now: Instant) -> Self {
+        GitPath {
+            _watcher: watcher,
+            failures: 0,
+            retry_at: now,
+            wants_counts: false,
+            counts_busy: false,
+            counts_next: now,
+        }
+    }
+}
+
+/// What a git refresh does about the slow keys (ahead/behind and status counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Counts {
+    /// Start them in the background if they are due.
+    Spawn,
+    /// Compute them before returning (a client is waiting for one of them).
+    Await,
 }
 
 /// What `refresh` of system keys calls (wakes the sampler).
@@ -182,24 +212,37 @@ impl Daemon {
     }
 
     /// Recomputes the git keys of `path` (off the async threads), starts watching the
-    /// repository the first time, and wakes watchers.
+    /// repository the first time, and wakes watchers; the slow counts follow in the
+    /// background.
     pub async fn refresh_git(self: &Arc<Self>, path: &str) {
+        self.refresh_git_with(path, Counts::Spawn).await
+    }
+
+    async fn refresh_git_with(self: &Arc<Self>, path: &str, counts: Counts) {
         let p = PathBuf::from(path);
         let result = tokio::task::spawn_blocking(move || git::read(&p)).await;
         let now = Instant::now();
+        let mut count_now = None;
         match result {
             Ok(Ok(info)) => {
                 for (k, v) in git::values(&info) {
                     self.cache.put(k, Some(path), v);
                 }
                 let mut g = self.git.lock().expect("git lock");
-                let entry = g.entry(path.to_string()).or_insert_with(|| GitPath {
-                    _watcher: self.watch_repo(path, &info),
-                    failures: 0,
-                    retry_at: now,
-                });
+                let entry = g
+                    .entry(path.to_string())
+                    .or_insert_with(|| GitPath::new(self.watch_repo(path, &info), now));
                 entry.failures = 0;
                 entry.retry_at = now;
+                if counts == Counts::Await {
+                    entry.wants_counts = true;
+                }
+                let due =
+                    counts == Counts::Await || (entry.wants_counts && entry.counts_next <= now);
+                if due && !entry.counts_busy {
+                    entry.counts_busy = true;
+                    count_now = Some(info);
+                }
             }
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
                 // Not a repository: every key is null (a prompt asks again and again).
@@ -210,25 +253,56 @@ impl Daemon {
                     .lock()
                     .expect("git lock")
                     .entry(path.to_string())
-                    .or_insert(GitPath {
-                        _watcher: None,
-                        failures: 0,
-                        retry_at: now,
-                    });
+                    .or_insert_with(|| GitPath::new(None, now));
             }
             _ => {
-                // Failing: back off 1 s, 2 s, 4 s ... up to a minute.
+                // Failing: back off 2 s, 4 s ... up to a minute.
                 let mut g = self.git.lock().expect("git lock");
-                let e = g.entry(path.to_string()).or_insert(GitPath {
-                    _watcher: None,
-                    failures: 0,
-                    retry_at: now,
-                });
+                let e = g
+                    .entry(path.to_string())
+                    .or_insert_with(|| GitPath::new(None, now));
                 e.failures += 1;
                 e.retry_at = now + Duration::from_secs(1u64 << e.failures.min(6));
             }
         }
         let _ = self.events.send(Event::Path(path.into()));
+        if let Some(info) = count_now {
+            match counts {
+                Counts::Await => self.refresh_counts(path.to_string(), info).await,
+                Counts::Spawn => {
+                    tokio::spawn(self.clone().refresh_counts_owned(path.to_string(), info));
+                }
+            }
+        }
+    }
+
+    async fn refresh_counts_owned(self: Arc<Self>, path: String, info: git::GitInfo) {
+        self.refresh_counts(path, info).await
+    }
+
+    /// Computes ahead/behind and the status counts with gix, off the async threads.
+    async fn refresh_counts(self: &Arc<Self>, path: String, info: git::GitInfo) {
+        let t0 = Instant::now();
+        let result = tokio::task::spawn_blocking(move || git::counts(&info)).await;
+        let took = t0.elapsed();
+        match result {
+            Ok(Ok(c)) => {
+                for (k, v) in git::count_values(&c) {
+                    self.cache.put(k, Some(&path), v);
+                }
+            }
+            _ => {
+                // The file-only keys stand; the counts say they are unknown.
+                for k in git::COUNT_KEYS {
+                    self.cache.put(k, Some(&path), b"null".to_vec());
+                }
+            }
+        }
+        if let Some(e) = self.git.lock().expect("git lock").get_mut(&path) {
+            e.counts_busy = false;
+            e.counts_next = Instant::now() + took * 50;
+        }
+        let _ = self.events.send(Event::Path(path.as_str().into()));
     }
 
     fn watch_repo(&self, path: &str, info: &git::GitInfo) -> Option<notify::RecommendedWatcher> {
@@ -304,7 +378,12 @@ impl Daemon {
                 if let Some(e) = self.cache.get(key, Some(p)) {
                     return Some(e);
                 }
-                self.refresh_git(p).await;
+                let counts = if git::COUNT_KEYS.contains(&key) {
+                    Counts::Await
+                } else {
+                    Counts::Spawn
+                };
+                self.refresh_git_with(p, counts).await;
                 self.cache.get(key, Some(p))
             }
             _ => self.cache.get(key, None),
@@ -346,7 +425,10 @@ impl Daemon {
             }
             Request::Refresh { key, path } => {
                 match (key, path) {
-                    (Some(k), Some(p)) if k.starts_with("git.") => self.refresh_git(p).await,
+                    (Some(k), Some(p)) if k.starts_with("git.") => {
+                        // Asked for: the counts too, now, whatever their schedule.
+                        self.refresh_git_with(p, Counts::Await).await
+                    }
                     _ => {
                         if let Some(hook) = self.refresh.lock().ok().and_then(|r| r.clone()) {
                             hook();

@@ -220,6 +220,63 @@ fn every_op() {
 }
 
 #[test]
+fn git_counts_follow_the_work_tree() {
+    if !kernstat_testkit::tool_gate("git") {
+        return;
+    }
+    let repo = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let st = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(args)
+            .current_dir(repo.path())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.path().join("a"), "a").unwrap();
+    git(&["add", "a"]);
+    git(&["commit", "-qm", "a"]);
+    let d = start();
+    let mut s = session(&d);
+    let get = |s: &mut Session, key: &str| {
+        ask(
+            s,
+            &serde_json::json!({"op":"get","key":key,"path":repo.path()}).to_string(),
+        )
+    };
+    // The first ask for a count waits for it.
+    assert_eq!(get(&mut s, "git.untracked")["data"], 0);
+    assert_eq!(get(&mut s, "git.dirty")["data"], false);
+    assert_eq!(get(&mut s, "git.ahead")["code"], "no_data", "no upstream");
+    // A new file is not a change inside .git: a refresh (or the poll timer) sees it.
+    std::fs::write(repo.path().join("new"), "n").unwrap();
+    let r = serde_json::json!({"op":"refresh","key":"git.untracked","path":repo.path()});
+    assert_eq!(ask(&mut s, &r.to_string())["data"], true);
+    assert_eq!(get(&mut s, "git.untracked")["data"], 1);
+    assert_eq!(get(&mut s, "git.dirty")["data"], true);
+    // Staging it is a change inside .git (the index): inotify brings the counts along.
+    let mut w = session(&d)
+        .watch("git.staged", repo.path().to_str())
+        .unwrap();
+    assert_eq!(w.next().unwrap().unwrap().data, Some(0.into()));
+    git(&["add", "new"]);
+    let t = Instant::now();
+    loop {
+        let r = w.next().unwrap().unwrap();
+        if r.data == Some(1.into()) {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "git.staged never became 1"
+        );
+    }
+}
+
+#[test]
 fn malformed_json_and_unknown_ops_get_an_error_and_the_connection_lives_on() {
     let d = start();
     let mut s = session(&d);

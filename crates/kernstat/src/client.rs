@@ -153,11 +153,18 @@ fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
     }
     if let Some(p) = path {
         return Ok(match git::read(Path::new(p)) {
-            Ok(info) => git::values(&info)
-                .into_iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| value_reply(&v))
-                .unwrap_or_else(|| value_reply(b"null")),
+            Ok(info) => {
+                let values = if git::COUNT_KEYS.contains(&key) {
+                    git::count_values(&git::counts(&info).map_err(|e| anyhow::anyhow!("{p}: {e}"))?)
+                } else {
+                    git::values(&info)
+                };
+                values
+                    .into_iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, v)| value_reply(&v))
+                    .unwrap_or_else(|| value_reply(b"null"))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => value_reply(b"null"),
             Err(e) => anyhow::bail!("{p}: {e}"),
         });

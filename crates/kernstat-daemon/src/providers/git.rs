@@ -8,8 +8,11 @@
 //! an operation in progress (rebase, merge, cherry-pick, revert, bisect), and the
 //! branch's upstream from config. Worktrees (.git files, commondir) are followed.
 //!
-//! Not computed: ahead/behind counts and dirty/staged/untracked counts, which need the
-//! object database and the index (a library such as gix); the keys are absent.
+//! Ahead/behind and the staged/unstaged/untracked counts need the object database and
+//! the index: `counts` computes them with gix (no git process either). They cost from
+//! milliseconds to seconds depending on the repository, so the daemon computes them
+//! apart from the file-only keys, off the server's threads, and publishes them when
+//! done.
 
 use std::fs;
 use std::io;
@@ -34,6 +37,34 @@ pub const GIT_KEYS: &[(&str, &str)] = &[
         "git.upstream",
         "the branch's upstream, e.g. origin/main (null when none)",
     ),
+    (
+        "git.ahead",
+        "commits on HEAD not on the upstream (null without one)",
+    ),
+    (
+        "git.behind",
+        "commits on the upstream not on HEAD (null without one)",
+    ),
+    ("git.staged", "paths whose index entry differs from HEAD"),
+    (
+        "git.unstaged",
+        "tracked files changed in the work tree and not staged",
+    ),
+    (
+        "git.untracked",
+        "untracked files (each file, as `git status -uall`; ignored ones not)",
+    ),
+    ("git.dirty", "any staged, unstaged or untracked change"),
+];
+
+/// The keys `counts` computes (the rest come from `read`).
+pub const COUNT_KEYS: &[&str] = &[
+    "git.ahead",
+    "git.behind",
+    "git.staged",
+    "git.unstaged",
+    "git.untracked",
+    "git.dirty",
 ];
 
 /// What the files say.
@@ -275,6 +306,98 @@ pub fn values(info: &GitInfo) -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// What needs the object database and the index.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GitCounts {
+    /// Commits on HEAD not on the upstream, when there is an upstream.
+    pub ahead: Option<u64>,
+    /// Commits on the upstream not on HEAD.
+    pub behind: Option<u64>,
+    /// Paths staged (HEAD tree vs index).
+    pub staged: u64,
+    /// Tracked files modified, deleted or renamed in the work tree (index vs work tree).
+    pub unstaged: u64,
+    /// Untracked files, not ignored.
+    pub untracked: u64,
+}
+
+/// The upstream's ref name for `info.upstream` ("origin/main" is
+/// refs/remotes/origin/main; a local upstream "./main" is refs/heads/main).
+fn upstream_ref(upstream: &str) -> String {
+    match upstream.strip_prefix("./") {
+        Some(local) => format!("refs/heads/{local}"),
+        None => format!("refs/remotes/{upstream}"),
+    }
+}
+
+/// Ahead/behind and the status counts of the repository `info` describes.
+pub fn counts(info: &GitInfo) -> Result<GitCounts, String> {
+    use gix::status::index_worktree::Item as Worktree;
+    let repo = gix::open(&info.root).map_err(|e| e.to_string())?;
+    let mut c = GitCounts::default();
+    if let (Some(head), Some(up)) = (info.commit.as_deref(), info.upstream.as_deref()) {
+        let head = gix::ObjectId::from_hex(head.as_bytes()).map_err(|e| e.to_string())?;
+        if let Ok(mut r) = repo.find_reference(upstream_ref(up).as_str()) {
+            let up = r.peel_to_id().map_err(|e| e.to_string())?.detach();
+            let only = |from: gix::ObjectId, hide: gix::ObjectId| -> Result<u64, String> {
+                let walk = repo
+                    .rev_walk([from])
+                    .with_hidden([hide])
+                    .all()
+                    .map_err(|e| e.to_string())?;
+                let mut n = 0;
+                for commit in walk {
+                    commit.map_err(|e| e.to_string())?;
+                    n += 1;
+                }
+                Ok(n)
+            };
+            c.ahead = Some(only(head, up)?);
+            c.behind = Some(only(up, head)?);
+        }
+    }
+    let status = repo
+        .status(gix::progress::Discard)
+        .map_err(|e| e.to_string())?
+        .untracked_files(gix::status::UntrackedFiles::Files)
+        .index_worktree_submodules(gix::status::Submodule::Given {
+            ignore: gix::submodule::config::Ignore::All,
+            check_dirty: false,
+        })
+        .into_iter(Vec::<gix::bstr::BString>::new())
+        .map_err(|e| e.to_string())?;
+    for item in status {
+        match item.map_err(|e| e.to_string())? {
+            gix::status::Item::TreeIndex(_) => c.staged += 1,
+            gix::status::Item::IndexWorktree(
+                Worktree::Modification { .. } | Worktree::Rewrite { .. },
+            ) => c.unstaged += 1,
+            gix::status::Item::IndexWorktree(Worktree::DirectoryContents { entry, .. }) => {
+                if entry.status == gix::dir::entry::Status::Untracked {
+                    c.untracked += 1;
+                }
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// The keys and JSON values for `counts`.
+pub fn count_values(c: &GitCounts) -> Vec<(&'static str, Vec<u8>)> {
+    let j = |v: serde_json::Value| serde_json::to_vec(&v).unwrap_or_default();
+    vec![
+        ("git.ahead", j(serde_json::json!(c.ahead))),
+        ("git.behind", j(serde_json::json!(c.behind))),
+        ("git.staged", j(serde_json::json!(c.staged))),
+        ("git.unstaged", j(serde_json::json!(c.unstaged))),
+        ("git.untracked", j(serde_json::json!(c.untracked))),
+        (
+            "git.dirty",
+            j(serde_json::json!(c.staged + c.unstaged + c.untracked > 0)),
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,5 +493,100 @@ mod tests {
     fn outside_a_repository() {
         let d = tempfile::tempdir().unwrap();
         assert_eq!(read(d.path()).unwrap_err().kind(), io::ErrorKind::NotFound);
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let st = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.org",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("run git");
+        assert!(st.success(), "git {args:?}");
+    }
+
+    fn git_out(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    #[test]
+    fn counts_agree_with_git() {
+        if !kernstat_testkit::tool_gate("git") {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let up = d.path().join("up");
+        fs::create_dir(&up).unwrap();
+        git(&up, &["init", "-q"]);
+        fs::write(up.join("a"), "a\n").unwrap();
+        git(&up, &["add", "a"]);
+        git(&up, &["commit", "-qm", "a"]);
+        git(d.path(), &["clone", "-q", "up", "work"]);
+        let work = d.path().join("work");
+        for f in ["b", "c"] {
+            fs::write(work.join(f), f).unwrap();
+            git(&work, &["add", f]);
+            git(&work, &["commit", "-qm", f]);
+        }
+        fs::write(up.join("d"), "d").unwrap();
+        git(&up, &["add", "d"]);
+        git(&up, &["commit", "-qm", "d"]);
+        git(&work, &["fetch", "-q"]);
+        // One staged new file, one modified tracked file, two untracked files (one in a
+        // new directory), one ignored file.
+        fs::write(work.join("s"), "s").unwrap();
+        git(&work, &["add", "s"]);
+        fs::write(work.join("a"), "changed\n").unwrap();
+        fs::create_dir(work.join("newdir")).unwrap();
+        fs::write(work.join("newdir/u2"), "u").unwrap();
+        fs::write(work.join("u1"), "u").unwrap();
+        fs::write(work.join(".git/info/exclude"), "*.log\n").unwrap();
+        fs::write(work.join("x.log"), "ignored").unwrap();
+
+        let info = read(&work).unwrap();
+        assert_eq!(info.upstream.as_deref(), Some("origin/main"));
+        let c = counts(&info).unwrap();
+        let lr = git_out(
+            &work,
+            &["rev-list", "--left-right", "--count", "origin/main...HEAD"],
+        );
+        let (behind, ahead) = lr.trim().split_once('\t').unwrap();
+        assert_eq!((c.ahead, c.behind), (Some(2), Some(1)));
+        assert_eq!(
+            (c.ahead.unwrap().to_string(), c.behind.unwrap().to_string()),
+            (ahead.to_string(), behind.to_string())
+        );
+        let porcelain = git_out(&work, &["status", "--porcelain", "-uall"]);
+        let count =
+            |pred: &dyn Fn(&str) -> bool| porcelain.lines().filter(|l| pred(l)).count() as u64;
+        let staged = count(&|l| !l.starts_with('?') && !l.starts_with(' '));
+        let unstaged = count(&|l| l.as_bytes().get(1).is_some_and(|&b| b != b' ' && b != b'?'));
+        let untracked = count(&|l| l.starts_with("??"));
+        assert_eq!(
+            (c.staged, c.unstaged, c.untracked),
+            (staged, unstaged, untracked),
+            "{porcelain}"
+        );
+        assert_eq!((c.staged, c.unstaged, c.untracked), (1, 1, 2));
+        let v = count_values(&c);
+        assert!(v.contains(&("git.dirty", b"true".to_vec())));
+
+        // No upstream: ahead/behind are null, the rest still counted.
+        git(&work, &["checkout", "-qb", "topic"]);
+        let c = counts(&read(&work).unwrap()).unwrap();
+        assert_eq!((c.ahead, c.behind, c.staged), (None, None, 1));
     }
 }
