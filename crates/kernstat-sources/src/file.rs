@@ -5,10 +5,120 @@
 //! and using pread(fd, buf, len, 0) costs one syscall per read instead of open + read +
 //! close (rstat measured the difference; DESIGN.md principle 1).
 
+use std::ffi::CStr;
 use std::fs::File;
 use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{openat, Mode, OFlags, RawDir};
+use rustix::io::Errno;
+
+/// Nanoseconds per clock tick (the unit of /proc's utime and stime).
+pub fn ns_per_tick() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
+        hz if hz > 0 => 1_000_000_000 / hz as u64,
+        _ => 10_000_000,
+    }
+}
+
+/// The page size (the unit of /proc's RSS and swap counts).
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        p if p > 0 => p as u64,
+        _ => 4096,
+    }
+}
+
+/// Opens a directory (the /proc root) for `openat` and `getdents64`.
+pub fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    Ok(openat(
+        rustix::fs::CWD,
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// Reads a per-process file ("PID/stat") relative to the open /proc: openat + one
+/// pread. None when it is gone (the process exited) or unreadable.
+pub fn read_at<'a>(dir: &OwnedFd, path: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    let fd = openat(dir, path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let n = rustix::io::pread(&fd, &mut *buf, 0).ok()?;
+    Some(&buf[..n])
+}
+
+/// "PID/..." paths built on the stack (no allocation per process), for `read_at`.
+pub(crate) struct ProcPath {
+    bytes: [u8; 96],
+    len: usize,
+}
+
+impl ProcPath {
+    pub(crate) fn new() -> Self {
+        ProcPath {
+            bytes: [0; 96],
+            len: 0,
+        }
+    }
+    pub(crate) fn num(&mut self, mut n: u32) -> &mut Self {
+        let mut digits = [0u8; 10];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..])
+    }
+    pub(crate) fn push(&mut self, s: &[u8]) -> &mut Self {
+        let n = s.len().min(self.bytes.len() - 1 - self.len);
+        self.bytes[self.len..self.len + n].copy_from_slice(&s[..n]);
+        self.len += n;
+        self
+    }
+    pub(crate) fn cstr(&mut self) -> &CStr {
+        self.bytes[self.len] = 0;
+        CStr::from_bytes_with_nul(&self.bytes[..=self.len]).expect("one NUL at the end")
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.len = len;
+    }
+}
+
+/// Fills `ids` (cleared) with the numeric entries of the directory `fd` (pids in /proc,
+/// tids in /proc/PID/task), with one kept getdents64 buffer.
+pub fn numeric_entries(
+    fd: &OwnedFd,
+    buf: &mut [MaybeUninit<u8>],
+    ids: &mut Vec<u32>,
+) -> io::Result<()> {
+    ids.clear();
+    rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(0))?;
+    let mut dir = RawDir::new(fd.as_fd(), buf);
+    while let Some(e) = dir.next() {
+        match e {
+            Ok(e) => {
+                if let Some(n) = parse_u64(e.file_name().to_bytes()) {
+                    ids.push(n as u32);
+                }
+            }
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
 
 /// A file kept open for repeated whole-file reads.
 #[derive(Debug)]

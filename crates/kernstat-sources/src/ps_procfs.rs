@@ -9,18 +9,19 @@
 //! kept buffers, byte-level parsing, and a visitor that borrows those buffers, so the walk
 //! itself allocates nothing per process.
 
-use std::ffi::CStr;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
-use rustix::fs::{openat, Mode, OFlags, RawDir};
-use rustix::io::Errno;
+use rustix::fs::{openat, Mode, OFlags};
 
 use kernstat_model::ps::TaskRow;
 use kernstat_model::Comm;
 
-use crate::file::{fields, keyed_value, lines, parse_i64, parse_u64};
+use crate::file::{
+    fields, keyed_value, lines, ns_per_tick, numeric_entries, open_dir, page_size, parse_i64,
+    parse_u64, read_at, ProcPath,
+};
 use crate::Roots;
 
 const PF_KTHREAD: u64 = 0x0020_0000;
@@ -76,91 +77,10 @@ struct PidFiles {
     page_size: u64,
 }
 
-/// "PID/..." paths built on the stack.
-struct StackPath {
-    bytes: [u8; 96],
-    len: usize,
-}
-
-impl StackPath {
-    fn new() -> Self {
-        StackPath {
-            bytes: [0; 96],
-            len: 0,
-        }
-    }
-    fn num(&mut self, mut n: u32) -> &mut Self {
-        let mut digits = [0u8; 10];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.push(&digits[i..])
-    }
-    fn push(&mut self, s: &[u8]) -> &mut Self {
-        let n = s.len().min(self.bytes.len() - 1 - self.len);
-        self.bytes[self.len..self.len + n].copy_from_slice(&s[..n]);
-        self.len += n;
-        self
-    }
-    fn cstr(&mut self) -> &CStr {
-        self.bytes[self.len] = 0;
-        CStr::from_bytes_with_nul(&self.bytes[..=self.len]).expect("one NUL at the end")
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn truncate(&mut self, len: usize) {
-        self.len = len;
-    }
-}
-
-fn read_at<'a>(dir: &OwnedFd, path: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
-    let fd = openat(dir, path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
-    let n = rustix::io::pread(&fd, &mut *buf, 0).ok()?;
-    Some(&buf[..n])
-}
-
-/// Fills `ids` (cleared) with the numeric entries of the directory `fd`.
-fn numeric_entries(
-    fd: &OwnedFd,
-    buf: &mut [MaybeUninit<u8>],
-    ids: &mut Vec<u32>,
-) -> io::Result<()> {
-    ids.clear();
-    rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(0))?;
-    let mut dir = RawDir::new(fd.as_fd(), buf);
-    while let Some(e) = dir.next() {
-        match e {
-            Ok(e) => {
-                if let Some(n) = parse_u64(e.file_name().to_bytes()) {
-                    ids.push(n as u32);
-                }
-            }
-            Err(Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
 impl ProcfsPs {
     /// Opens `roots.proc`.
     pub fn open(roots: &Roots) -> io::Result<Self> {
-        let proc_dir = openat(
-            rustix::fs::CWD,
-            roots.proc.as_path(),
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+        let proc_dir = open_dir(&roots.proc)?;
         Ok(ProcfsPs {
             proc_dir,
             dirbuf: vec![MaybeUninit::uninit(); 64 * 1024],
@@ -173,8 +93,8 @@ impl ProcfsPs {
                 io: vec![0; 1024],
                 cmdline: vec![0; 4096],
                 cgroup: vec![0; 4096],
-                ns_per_tick: 1_000_000_000 / hz,
-                page_size: page,
+                ns_per_tick: ns_per_tick(),
+                page_size: page_size(),
             },
         })
     }
@@ -229,7 +149,7 @@ impl PidFiles {
         want: Want,
         f: &mut impl FnMut(&TaskView<'_>),
     ) -> bool {
-        let mut path = StackPath::new();
+        let mut path = ProcPath::new();
         path.num(pid);
         let base = path.len();
         let Some(mut row) = self.read_task(dir, &mut path, pid, pid) else {
@@ -277,7 +197,7 @@ impl PidFiles {
         let cmdline = cmdline.to_vec();
         let cgroup = cgroup.to_vec();
         for &tid in &tids {
-            let mut p = StackPath::new();
+            let mut p = ProcPath::new();
             p.num(tid);
             if let Some(mut t) = self.read_task(&task_dir, &mut p, tid, pid) {
                 t.leader = tid == pid;
@@ -297,7 +217,7 @@ impl PidFiles {
     fn read_task(
         &mut self,
         dir: &OwnedFd,
-        path: &mut StackPath,
+        path: &mut ProcPath,
         tid: u32,
         pid: u32,
     ) -> Option<TaskRow> {

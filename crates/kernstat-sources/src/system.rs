@@ -45,9 +45,6 @@ impl SystemReader {
     /// others are optional and simply absent from the sample when missing.
     pub fn open(roots: &Roots) -> io::Result<Self> {
         let p = &roots.proc;
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         Ok(Self {
             stat: PreadFile::open(p.join("stat"))?,
             meminfo: PreadFile::open(p.join("meminfo"))?,
@@ -57,12 +54,8 @@ impl SystemReader {
             psi_io: PreadFile::open_optional(p.join("pressure/io")),
             // /proc/stat grows with CPUs and interrupts; 256 KiB covers thousands of both.
             buf: vec![0; 256 * 1024],
-            ns_per_tick: if hz > 0 {
-                1_000_000_000 / hz as u64
-            } else {
-                10_000_000
-            },
-            page_size: if page > 0 { page as u64 } else { 4096 },
+            ns_per_tick: crate::file::ns_per_tick(),
+            page_size: crate::file::page_size(),
         })
     }
 
