@@ -2,7 +2,9 @@
 //! signals, a closed stdout, bad input, zero allocations, and the numbers against /proc
 //! and workloads with known answers. BPF tests run as root (CI=true: must run).
 
-use std::path::Path;
+mod common;
+use common::{json, kernstat, run, sources};
+
 use std::process::Command;
 use std::time::Duration;
 
@@ -11,41 +13,12 @@ use kernstat_testkit::{
 };
 use serde_json::Value;
 
-fn kernstat() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_kernstat"))
-}
-
-fn json(line: &str) -> Value {
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-}
-
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(kernstat())
-        .args(args)
-        .output()
-        .expect("run kernstat");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn snapshot(extra: &[&str]) -> Value {
     let mut args = vec!["snapshot", "--json"];
     args.extend_from_slice(extra);
     let (code, out, err) = run(&args);
     assert_eq!(code, Some(0), "snapshot failed: {err}");
     json(&out)
-}
-
-/// Both sources when root (BPF must work under CI); procfs alone otherwise.
-fn sources() -> Vec<&'static [&'static str]> {
-    if bpf_gate() {
-        vec![&[], &["--no-bpf"]]
-    } else {
-        vec![&["--no-bpf"]]
-    }
 }
 
 #[test]

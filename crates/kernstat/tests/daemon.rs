@@ -4,16 +4,15 @@
 //! daemon's samples without loading BPF itself. BPF/root tests follow the usual gates
 //! (CI=true: they must run).
 
+mod common;
+use common::{kernstat, run};
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kernstat_testkit::{bpf_gate, proc_rss_bytes, Lines, Workload};
 use serde_json::Value;
-
-fn kernstat() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_kernstat"))
-}
 
 /// A daemon on a temporary socket; SIGKILLed on drop if a test did not stop it.
 struct DaemonProc {
@@ -99,23 +98,6 @@ impl Drop for DaemonProc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    run_env(args, &[])
-}
-
-fn run_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
-    let out = Command::new(kernstat())
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .expect("run kernstat");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn meminfo_kb(field: &str) -> u64 {

@@ -2,28 +2,15 @@
 //! forest, threads, the pinned iterator read by an unprivileged user, a pin of another
 //! format, and the benchmark report. BPF tests run as root (CI=true: must run).
 
+mod common;
+use common::{kernstat, run, sources};
+
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use kernstat_testkit::{bpf_gate, tool_gate, Workload};
 use serde_json::Value;
-
-fn kernstat() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_kernstat"))
-}
-
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(kernstat())
-        .args(args)
-        .output()
-        .expect("run kernstat");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn json_rows(args: &[&str]) -> Vec<Value> {
     let mut a = vec!["ps", "--json"];
@@ -33,14 +20,6 @@ fn json_rows(args: &[&str]) -> Vec<Value> {
     out.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
-}
-
-fn sources() -> Vec<&'static [&'static str]> {
-    if bpf_gate() {
-        vec![&[], &["--no-bpf"]]
-    } else {
-        vec![&["--no-bpf"]]
-    }
 }
 
 fn proc_cmdline(pid: u32) -> String {

@@ -3,6 +3,9 @@
 //! pinned and cgroup-confined workloads whose answers are known, and its own raw_tp
 //! fallback. Needs root (CI=true: must run), stress-ng and taskset.
 
+mod common;
+use common::kernstat;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -10,10 +13,6 @@ use std::time::Duration;
 
 use kernstat_testkit::{bpf_gate, tool_gate};
 use serde_json::Value;
-
-fn kernstat() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_kernstat"))
-}
 
 /// A log2 bucket: (lo, hi, count).
 type Bucket = (u64, u64, u64);

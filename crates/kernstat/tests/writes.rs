@@ -3,16 +3,14 @@
 //! same through an 8 KiB BufWriter, writev of three buffers, and one call of each kind
 //! to a file, a pipe and a socket. Needs root (CI=true: must run).
 
+mod common;
+use common::kernstat;
+
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use kernstat_testkit::{bpf_gate, Gated};
 use serde_json::Value;
-
-fn kernstat() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_kernstat"))
-}
 
 /// Traces `workload` (started gated) with `kernstat writes EXTRA... --json`, lets it run,
 /// stops kernstat with SIGINT and returns its one report.
