@@ -501,39 +501,84 @@ fn the_socket_admits_only_its_owner() {
     kernstat_daemon::bind(&stale, 0o600, 0o700).expect("stale socket replaced");
 }
 
-/// Run by `peer_credentials_are_checked` as another user: prints the reply to hello.
-#[test]
-#[ignore = "helper: run by peer_credentials_are_checked as an unprivileged user"]
-fn peer_child() {
-    let sock = std::env::var("KS_PEER_SOCK").expect("KS_PEER_SOCK");
-    let mut s = Session::connect(Path::new(&sock)).expect("connect");
-    let line = s.raw(b"{\"op\":\"hello\"}").expect("reply");
-    println!("REPLY {}", String::from_utf8_lossy(line));
+/// Says hello to the daemon at `sock` as `uid` and returns the reply line. The client
+/// is a forked child that switches uid and then only makes system calls (no
+/// allocation, no locks: the test process has other threads), handing the reply back
+/// through a pipe.
+fn hello_as(uid: u32, sock: &Path) -> String {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    // Everything the child needs is prepared before fork.
+    // SAFETY: sockaddr_un is plain data; the path fits (checked).
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let path = sock.as_os_str().as_bytes();
+    assert!(path.len() < addr.sun_path.len(), "socket path too long");
+    for (d, &b) in addr.sun_path.iter_mut().zip(path) {
+        *d = b as libc::c_char;
+    }
+    let req = b"{\"op\":\"hello\"}\n";
+    let mut fds = [0; 2];
+    // SAFETY: pipe, fork, and in the child only async-signal-safe calls and _exit.
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        let pid = libc::fork();
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            libc::close(fds[0]);
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(uid) != 0
+                || libc::setuid(uid) != 0
+            {
+                libc::_exit(3);
+            }
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+            if fd < 0 || libc::connect(fd, &addr as *const _ as *const libc::sockaddr, len) != 0 {
+                libc::_exit(4);
+            }
+            // A refused client may find the socket closed before its request is sent;
+            // the daemon's reason is still there to read.
+            libc::write(fd, req.as_ptr().cast(), req.len());
+            let mut buf = [0u8; 1024];
+            loop {
+                let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+                if n <= 0 {
+                    break;
+                }
+                libc::write(fds[1], buf.as_ptr().cast(), n as usize);
+                if buf[..n as usize].contains(&b'\n') {
+                    break;
+                }
+            }
+            libc::_exit(0);
+        }
+        libc::close(fds[1]);
+        let mut reply = Vec::new();
+        let mut pipe = std::fs::File::from(std::os::fd::OwnedFd::from_raw_fd(fds[0]));
+        std::io::Read::read_to_end(&mut pipe, &mut reply).unwrap();
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+        assert_eq!(
+            libc::WEXITSTATUS(status),
+            0,
+            "the client as uid {uid} failed (status {status})"
+        );
+        String::from_utf8_lossy(&reply)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
 }
 
 #[test]
 fn peer_credentials_are_checked() {
-    use std::os::unix::process::CommandExt;
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: switching to another uid needs root");
+    let root = unsafe { libc::geteuid() } == 0;
+    if !kernstat_testkit::gate("switching to another uid", root, || "not root".into()) {
         return;
     }
-    let run_as = |uid: u32, d: &TestDaemon| {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "peer_child", "--nocapture"])
-            .env("KS_PEER_SOCK", &d.sock)
-            .uid(uid)
-            .gid(uid)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let reply = text
-            .lines()
-            .find_map(|l| l.strip_prefix("REPLY "))
-            .map(str::to_string);
-        reply.unwrap_or_else(|| panic!("no reply: {text} {}", String::from_utf8_lossy(&out.stderr)))
-    };
     // A system daemon: anyone may open the socket, only uid 65533 (and root) is served.
     let d = start_with(
         Config {
@@ -555,8 +600,8 @@ fn peer_credentials_are_checked() {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
         p = parent;
     }
-    let refused: Value = serde_json::from_str(&run_as(65534, &d)).unwrap();
+    let refused: Value = serde_json::from_str(&hello_as(65534, &d.sock)).unwrap();
     assert_eq!(refused["code"], "refused", "{refused}");
-    let allowed: Value = serde_json::from_str(&run_as(65533, &d)).unwrap();
+    let allowed: Value = serde_json::from_str(&hello_as(65533, &d.sock)).unwrap();
     assert_eq!(allowed["ok"], true, "{allowed}");
 }
