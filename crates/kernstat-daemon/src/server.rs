@@ -170,7 +170,7 @@ impl Daemon {
     /// Publishes a system sample and wakes watchers.
     pub fn publish_system(&self, m: &Model, sample_us: f64) {
         system::publish(&self.cache, m, sample_us);
-        basic::publish(&self.cache);
+        basic::refresh(&self.cache);
         let _ = self.events.send(Event::System);
     }
 

@@ -60,7 +60,7 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
     }
     let switch_to = if args.system {
         Some(
-            privileges::lookup_user(&args.user)
+            kernstat_sources::users::by_name_or_uid(&args.user)
                 .with_context(|| format!("--user {}: no such user", args.user))?,
         )
     } else {
@@ -68,7 +68,8 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
     };
     let mut allowed = Vec::new();
     for a in &args.allow {
-        let u = privileges::lookup_user(a).with_context(|| format!("--allow {a}: no such user"))?;
+        let u = kernstat_sources::users::by_name_or_uid(a)
+            .with_context(|| format!("--allow {a}: no such user"))?;
         allowed.push(u.uid);
     }
     let access = if !allowed.is_empty() {

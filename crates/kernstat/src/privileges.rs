@@ -61,12 +61,7 @@ pub fn drop_after_load(works_without_bpf: impl FnOnce() -> bool) -> Dropped {
     }
 }
 
-pub use kernstat_sources::users::User;
-
-/// Looks up a user by name, or takes a number as a uid.
-pub fn lookup_user(name: &str) -> Option<User> {
-    kernstat_sources::users::by_name_or_uid(name)
-}
+use kernstat_sources::users::User;
 
 /// Why switching user failed.
 #[derive(Debug, thiserror::Error)]

@@ -161,6 +161,52 @@ fn values_match_proc_and_a_known_workload() {
         "procfs"
     };
     assert_eq!(d.value("source"), want_source);
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(d.value("user.uid"), unsafe { libc::geteuid() });
+    // procs.count against /proc's pid directories (other tests start and stop processes
+    // meanwhile, and this sandbox hides PID 1 from BPF: a small margin).
+    let proc_pids = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
+            })
+            .count() as i64
+    };
+    let (before, n, after) = (proc_pids(), d.value("procs.count"), proc_pids());
+    let n = n.as_i64().unwrap();
+    assert!(
+        n >= before.min(after) - 10 && n <= before.max(after) + 10,
+        "procs.count {n} vs /proc {before}..{after}"
+    );
+    // cpu.percent: with every CPU kept busy by stress-ng, the machine is ~100 % busy.
+    if kernstat_testkit::tool_gate("stress-ng") {
+        let ncpus = kernstat_testkit::ncpus().to_string();
+        let mut load = Command::new("stress-ng")
+            .args(["--cpu", &ncpus, "--timeout", "20"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        let mut seen = 0.0;
+        while t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(300));
+            seen = d.value("cpu.percent").as_f64().unwrap();
+            if seen >= 90.0 {
+                break;
+            }
+        }
+        // SIGTERM: stress-ng stops its workers too (SIGKILL would orphan them).
+        // SAFETY: kill with a valid signal.
+        unsafe { libc::kill(load.id() as i32, libc::SIGTERM) };
+        let _ = load.wait();
+        assert!(seen >= 90.0, "cpu.percent {seen} with every CPU busy");
+    }
 
     // A process holding 256 MiB tops the memory list with its /proc RSS (a sample taken
     // while it was still touching its pages may show less: wait for one after "ready").

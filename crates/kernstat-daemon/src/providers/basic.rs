@@ -30,13 +30,11 @@ fn put_str(cache: &Cache, key: &str, v: &str) {
     }
 }
 
-/// Publishes the facts that do not change while the daemon runs (host name can, and is
-/// refreshed with uptime).
+/// Publishes every fact (at start).
 pub fn publish(cache: &Cache) {
     // SAFETY: uname writes into the struct we pass.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     if unsafe { libc::uname(&mut u) } == 0 {
-        put_str(cache, "hostname.name", &field(&u.nodename));
         put_str(cache, "uname.sysname", &field(&u.sysname));
         put_str(cache, "uname.release", &field(&u.release));
         put_str(cache, "uname.version", &field(&u.version));
@@ -50,6 +48,17 @@ pub fn publish(cache: &Cache) {
         &kernstat_sources::users::by_uid(uid).map_or_else(|| uid.to_string(), |u| u.name),
     );
     cache.put("user.uid", None, uid.to_string().into_bytes());
+    refresh(cache);
+}
+
+/// Re-publishes the facts that change while the daemon runs (each sample): the host
+/// name (uname) and the uptime (sysinfo). Two system calls; the rest is fixed.
+pub fn refresh(cache: &Cache) {
+    // SAFETY: uname writes into the struct we pass.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } == 0 {
+        put_str(cache, "hostname.name", &field(&u.nodename));
+    }
     // SAFETY: sysinfo writes into the struct we pass.
     let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
     if unsafe { libc::sysinfo(&mut si) } == 0 {

@@ -153,8 +153,11 @@ pub fn publish(cache: &Cache, m: &Model, sample_us: f64) {
     );
     // Bars need the aggregates and top lists, not every process: a tenth of the bytes
     // to send and parse each tick.
-    let mut summary = m.clone();
-    summary.procs.clear();
+    let summary = Model {
+        procs: Vec::new(),
+        cores_percent: m.cores_percent.clone(),
+        ..*m
+    };
     put(
         cache,
         "summary",
