@@ -151,6 +151,33 @@ fn values_match_proc_and_a_known_workload() {
             "load.one {load} vs /proc/loadavg {before}..{after}"
         );
     }
+    // psi.cpu.some is /proc/pressure/cpu's "some avg10" (recomputed every 2 s: compare
+    // once both readings around the request agree).
+    if Path::new("/proc/pressure/cpu").exists() {
+        let avg10 = || -> f64 {
+            let text = std::fs::read_to_string("/proc/pressure/cpu").unwrap();
+            let some = text.lines().find(|l| l.starts_with("some ")).unwrap();
+            some.split_whitespace()
+                .find_map(|f| f.strip_prefix("avg10="))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let t = Instant::now();
+        loop {
+            let before = avg10();
+            let psi = d.value("psi.cpu.some").as_f64().unwrap();
+            std::thread::sleep(Duration::from_millis(400));
+            let after = avg10();
+            if before == after && (psi - before).abs() <= 0.011 {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(15),
+                "psi.cpu.some {psi} vs /proc/pressure/cpu avg10 {before}..{after}"
+            );
+        }
+    }
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     assert_eq!(d.value("hostname.name"), host.trim());
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
