@@ -286,6 +286,55 @@ impl Drop for Gated {
     }
 }
 
+/// The processes whose parent is `pid`, by pid.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut kids: Vec<u32> = std::fs::read_dir("/proc")
+        .expect("list /proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let after = &s[s.rfind(')')? + 2..];
+                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect();
+    kids.sort_unstable();
+    kids
+}
+
+/// Pins every thread of `pid` to one CPU (sched_setaffinity on each /proc/PID/task entry).
+pub fn pin_to_cpu(pid: u32, cpu: usize) {
+    for tid in std::fs::read_dir(format!("/proc/{pid}/task")).expect("list threads") {
+        let tid: i32 = tid.unwrap().file_name().to_str().unwrap().parse().unwrap();
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
+        // sched_setaffinity only read and write it.
+        let rc = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        assert_eq!(rc, 0, "pin thread {tid} to CPU {cpu}");
+    }
+}
+
+/// The sum over a process's threads of /proc/PID/task/TID/schedstat:
+/// (run time ns, run-queue wait ns, times run).
+pub fn process_schedstat(pid: u32) -> (u64, u64, u64) {
+    let mut sum = (0, 0, 0);
+    for tid in std::fs::read_dir(format!("/proc/{pid}/task")).expect("list threads") {
+        let path = tid.unwrap().path().join("schedstat");
+        let s = std::fs::read_to_string(&path).expect("read schedstat");
+        let v: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        sum.0 += v[0];
+        sum.1 += v[1];
+        sum.2 += v[2];
+    }
+    sum
+}
+
 /// /proc/PID/stat utime + stime in nanoseconds (all threads, live and exited).
 pub fn proc_cpu_ns(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read stat");

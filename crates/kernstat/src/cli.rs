@@ -270,7 +270,7 @@ pub struct PsArgs {
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = kernstat_bpf::ps::DEFAULT_PIN_DIR)]
     pub unpin: Option<PathBuf>,
     /// Where to look for a pinned iterator.
-    #[arg(long, value_name = "DIR", default_value = kernstat_bpf::ps::DEFAULT_PIN_DIR)]
+    #[arg(long, value_name = "DIR", env = "KERNSTAT_PIN_DIR", default_value = kernstat_bpf::ps::DEFAULT_PIN_DIR)]
     pub pin_dir: PathBuf,
     /// Time N reads of the iterator against N procfs walks of the same fields; print
     /// {"n","tasks","bpf_p50_us","procfs_p50_us","ratio"} (with --json).

@@ -251,23 +251,6 @@ fn without_privileges_it_falls_back_and_says_so_once() {
     assert!(err.contains("root or CAP_BPF"), "{err}");
 }
 
-/// Pids whose parent is `ppid`.
-fn children_of(ppid: u32) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&p| {
-            std::fs::read_to_string(format!("/proc/{p}/stat"))
-                .ok()
-                .and_then(|s| {
-                    let rest = &s[s.rfind(')')? + 2..];
-                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-                })
-                == Some(ppid)
-        })
-        .collect()
-}
-
 fn busy_percent_against_proc_stat(src: &[&str]) {
     let mut load = Command::new("stress-ng")
         .args(["--cpu", "1", "--timeout", "15"])
@@ -276,7 +259,9 @@ fn busy_percent_against_proc_stat(src: &[&str]) {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let worker = *children_of(load.id()).first().expect("stress-ng's worker");
+    let worker = *kernstat_testkit::children_of(load.id())
+        .first()
+        .expect("stress-ng's worker");
     let mut args = vec!["--interval", "2"];
     args.extend_from_slice(src);
     let before = proc_stat_busy_ns();
@@ -474,7 +459,7 @@ fn two_identical_bars_share_one_sampler() {
     let dir = tempfile::tempdir().unwrap();
     let env = ("XDG_RUNTIME_DIR", dir.path());
     let spawn = || {
-        let mut c = Command::new(kernstat());
+        let mut c = common::command();
         c.args([
             "bar",
             "--format",

@@ -33,7 +33,7 @@ impl DaemonProc {
             "0.3",
         ];
         args.extend_from_slice(extra);
-        let child = Command::new(kernstat())
+        let child = common::command()
             .args(&args)
             .stdin(Stdio::null())
             .stderr(Stdio::piped())
@@ -433,7 +433,7 @@ fn a_system_daemon_runs_as_nobody_without_capabilities() {
     assert!(d.value("tasks.count").as_u64().unwrap() > 0 && !a.is_null());
 
     // Another unprivileged user is served through the 0666 socket...
-    let out = Command::new(kernstat())
+    let out = common::command()
         .args(["get", "mem.total", "--socket", d.sock.to_str().unwrap()])
         .uid(65533)
         .gid(65533)
@@ -458,7 +458,7 @@ fn a_system_daemon_runs_as_nobody_without_capabilities() {
     // ...unless --allow names others: the peer check refuses it.
     let d = DaemonProc::start(&["--system", "--allow", "65532"]);
     std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = Command::new(kernstat())
+    let out = common::command()
         .args(["status", "--socket", d.sock.to_str().unwrap()])
         .uid(65533)
         .gid(65533)
@@ -529,7 +529,7 @@ fn bars_render_from_the_daemon_without_sampling() {
 fn a_bar_without_a_daemon_samples_by_itself() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("none");
-    let mut bar = Command::new(kernstat())
+    let mut bar = common::command()
         .args([
             "bar",
             "--daemon",

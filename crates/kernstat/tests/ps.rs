@@ -188,27 +188,48 @@ fn threads_mode_lists_every_thread() {
     }
 }
 
+/// Run time in ns of one process, all threads (/proc/PID/schedstat is exact, unlike
+/// the clock ticks of /proc/PID/stat).
+fn run_ns(pid: u32) -> u64 {
+    kernstat_testkit::process_schedstat(pid).0
+}
+
 #[test]
 fn cpu_percent_over_an_interval() {
     if !tool_gate("stress-ng") {
         return;
     }
     let mut load = Command::new("stress-ng")
-        .args(["--cpu", "1", "--timeout", "10"])
+        .args(["--cpu", "1", "--timeout", "30"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
+    // Our own worker (another stress-ng may be running on the machine).
+    let worker = kernstat_testkit::children_of(load.id())
+        .into_iter()
+        .next()
+        .expect("stress-ng started a worker");
     for src in sources() {
-        let rows = json_rows(&[&["--interval", "1", "--comm", "^stress-ng-cpu$"], src].concat());
+        // kernstat's 1 s window lies inside [t0, t1]: the CPU the worker used in it is
+        // at most what it used in the whole span, and at least that less the time
+        // outside the window, whatever else competes for the CPUs.
+        let (t0, c0) = (std::time::Instant::now(), run_ns(worker));
+        let rows = json_rows(&[&["--interval", "1", "--pid", &worker.to_string()], src].concat());
+        let (span, used) = (t0.elapsed().as_nanos() as u64, run_ns(worker) - c0);
         let pct = rows[0]["cpu_percent"].as_f64().unwrap();
+        let in_window = pct / 100.0 * 1e9;
+        // /proc's utime+stime (the procfs path) is in 10 ms ticks: two ticks of slack.
+        let tick = if src.is_empty() { 0.0 } else { 2e7 };
         assert!(
-            (70.0..=101.0).contains(&pct),
-            "{src:?}: a spinning worker at {pct}%"
+            in_window <= used as f64 + tick
+                && in_window + (span as f64 - 1e9) + tick >= used as f64,
+            "{src:?}: {pct}% over 1 s, while the worker ran {used} ns in {span} ns"
         );
     }
-    let _ = load.kill();
+    // SAFETY: signalling our own child; stress-ng stops its workers on SIGTERM.
+    unsafe { libc::kill(load.id() as i32, libc::SIGTERM) };
     let _ = load.wait();
 }
 

@@ -43,14 +43,7 @@ impl Load {
 
     /// The stress-ng workers (children of the stress-ng parent).
     fn workers(&self) -> Vec<u32> {
-        let me = self.0.id();
-        let mut v: Vec<u32> = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|p| ppid(*p) == Some(me))
-            .collect();
-        v.sort_unstable();
-        v
+        kernstat_testkit::children_of(self.0.id())
     }
 }
 
@@ -82,7 +75,7 @@ fn ppid(pid: u32) -> Option<u32> {
 }
 
 fn json_intervals(args: &[&str]) -> Vec<Value> {
-    let out = Command::new(kernstat())
+    let out = common::command()
         .arg("runqlat")
         .arg("--json")
         .args(args)
@@ -127,73 +120,181 @@ fn ours_buckets(v: &Value) -> Vec<Bucket> {
         .collect()
 }
 
-/// libbpf-tools runqlat and kernstat runqlat, three intervals of `secs` each, kernstat
-/// started once libbpf-tools is attached. Each tool's start-up (fork, exec, BPF load) and
-/// shutdown is a burst of wakeups that dominates an idle machine; they fall in the first
-/// and last intervals. The middle intervals overlap but for kernstat's start-up lag and
-/// contain neither, so those are compared.
-fn side_by_side(secs: u64) -> (Vec<Bucket>, Vec<Bucket>) {
-    let mut theirs = Command::new("/usr/sbin/runqlat")
-        .args([&secs.to_string(), "3"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(theirs.stdout.take().unwrap()).lines();
-    // Its first line comes once its programs are attached.
-    let first = lines.next().unwrap().unwrap();
-    assert!(first.starts_with("Tracing"), "{first}");
-    let ours = json_intervals(&[&secs.to_string(), "3"]);
-    let mut intervals: Vec<Vec<Bucket>> = Vec::new();
-    for line in lines {
-        let line = line.unwrap();
-        if line.contains("usecs") {
-            intervals.push(Vec::new());
-            continue;
-        }
+/// A tracer running until it is told to stop (SIGINT), as a person would use it.
+struct Tracer {
+    child: Child,
+    stdout: std::thread::JoinHandle<String>,
+}
+
+impl Tracer {
+    /// Starts `program args`, and returns once it says "Tracing" (its programs are
+    /// attached) on stdout (libbpf-tools) or stderr (kernstat).
+    fn start(program: &Path, args: &[&str]) -> Self {
+        // libbpf-tools prints with stdio: line-buffered so "Tracing" arrives at once.
+        let mut child = Command::new("stdbuf")
+            .arg("-oL")
+            .arg(program)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let tx2 = tx.clone();
+        std::thread::spawn(move || {
+            for line in (&mut err).lines().map_while(Result::ok) {
+                if line.starts_with("Tracing") {
+                    let _ = tx2.send(());
+                }
+            }
+        });
+        let stdout = std::thread::spawn(move || {
+            let mut all = String::new();
+            let mut line = String::new();
+            while out.read_line(&mut line).unwrap_or(0) > 0 {
+                if line.starts_with("Tracing") {
+                    let _ = tx.send(());
+                } else {
+                    all.push_str(&line);
+                }
+                line.clear();
+            }
+            all
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("{} never attached", program.display()));
+        Tracer { child, stdout }
+    }
+
+    /// Stops it as Ctrl-C would and returns what it printed (less the "Tracing" line).
+    fn stop(mut self) -> String {
+        // SAFETY: signalling our own child (stdbuf execs the tracer in its place).
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "tracer exited with {status}");
+        self.stdout.join().unwrap()
+    }
+}
+
+/// libbpf-tools' histogram text: (lo, hi, count) rows.
+fn parse_libbpf_tools(text: &str) -> Vec<Bucket> {
+    let mut rows = Vec::new();
+    for line in text.lines() {
         let Some((range, rest)) = line.split_once(':') else {
             continue;
         };
         let Some((lo, hi)) = range.split_once("->") else {
             continue;
         };
-        let count = rest
-            .split('|')
-            .next()
-            .unwrap()
-            .trim()
-            .parse::<u64>()
-            .unwrap();
-        if let Some(cur) = intervals.last_mut() {
-            cur.push((
-                lo.trim().parse().unwrap(),
-                hi.trim().parse().unwrap(),
-                count,
-            ));
-        }
+        let count = rest.split('|').next().unwrap().trim();
+        rows.push((
+            lo.trim().parse().unwrap(),
+            hi.trim().parse().unwrap(),
+            count.parse().unwrap(),
+        ));
     }
-    let _ = theirs.wait();
-    assert_eq!(intervals.len(), 3, "libbpf-tools printed three intervals");
-    (intervals.swap_remove(1), ours_buckets(&ours[1]))
+    rows
 }
 
-/// Whether the two distributions agree: enough events, counts within 10 %, the same p50
-/// bucket.
+/// `ks-workload pingpong N 40` pinned to CPU 0: two threads passing a byte over pipes N
+/// times, which is 2 N wake-ups of a blocked reader (on one CPU a reader is always
+/// blocked when its byte arrives), and nothing else once it says "done". Each wake-up
+/// waits while the waker spins a pseudo-random 0-40 µs, so latencies spread evenly
+/// over 1-40 µs.
+///
+/// Why spread them: programs on one tracepoint run in attach order, so the tool attached
+/// second stamps a wake-up after the first tool's wake-up handler ran and a switch after
+/// the first tool's switch handler ran, and measures each latency off by the difference
+/// of those costs (a few hundred ns). Without the spread, a ping-pong's latencies sit in
+/// sharp peaks, and a peak near a bucket edge moved across it for the second tool: 18 %
+/// of the events in one run, 0.38 in another with a third tracer attached. Spread evenly,
+/// an offset of d moves about d / 40 µs of the events at each edge.
+struct PingPong(kernstat_testkit::Gated);
+
+impl PingPong {
+    fn start(round_trips: u64) -> Self {
+        let w = kernstat_testkit::Gated::start(&["pingpong", &round_trips.to_string(), "40"]);
+        kernstat_testkit::pin_to_cpu(w.pid(), 0);
+        PingPong(w)
+    }
+
+    fn pid(&self) -> String {
+        self.0.pid().to_string()
+    }
+}
+
+/// The same controlled workload seen by two tracers, both filtered to it (`-p`), both
+/// attached before it starts and stopped after it ends: whatever else the machine does,
+/// both must see exactly its events. `first`/`second`: (program, args before `-p PID`).
+/// Returns (first's buckets, second's buckets, the workload's schedstat run-count delta).
+fn side_by_side(
+    round_trips: u64,
+    first: (&Path, &[&str]),
+    second: (&Path, &[&str]),
+) -> (Vec<Bucket>, Vec<Bucket>, u64) {
+    let mut w = PingPong::start(round_trips);
+    let pid = w.pid();
+    let a = Tracer::start(first.0, &[first.1, &["-p", pid.as_str()]].concat());
+    let b = Tracer::start(second.0, &[second.1, &["-p", pid.as_str()]].concat());
+    let before = kernstat_testkit::process_schedstat(w.0.pid());
+    w.0.go();
+    let after = kernstat_testkit::process_schedstat(w.0.pid());
+    let parse = |p: &Path, text: String| {
+        if p == kernstat() {
+            ours_buckets(&common::json(text.trim()))
+        } else {
+            parse_libbpf_tools(&text)
+        }
+    };
+    let a = parse(first.0, a.stop());
+    let b = parse(second.0, b.stop());
+    (a, b, after.2 - before.2)
+}
+
+/// The events an unfiltered kernstat runqlat saw while the ping-pong ran (its own and
+/// everything else on the machine).
+fn unfiltered_count(round_trips: u64) -> u64 {
+    let mut w = PingPong::start(round_trips);
+    let everything = Tracer::start(kernstat(), &["runqlat", "--json"]);
+    w.0.go();
+    common::json(everything.stop().trim())["count"]
+        .as_u64()
+        .unwrap()
+}
+
+/// The largest gap between two histograms' cumulative shares at any bucket edge (a
+/// Kolmogorov-Smirnov distance on log2 buckets). The same events seen by two tools
+/// differ only by the few ns between their programs' timestamps, which moves an event
+/// across a bucket edge only when it lies within those ns of the edge.
+fn cdf_distance(a: &[Bucket], b: &[Bucket]) -> f64 {
+    let total = |h: &[Bucket]| h.iter().map(|x| x.2).sum::<u64>().max(1) as f64;
+    let (ta, tb) = (total(a), total(b));
+    let below =
+        |h: &[Bucket], edge: u64| h.iter().filter(|x| x.1 <= edge).map(|x| x.2).sum::<u64>();
+    a.iter()
+        .chain(b)
+        .map(|x| x.1)
+        .map(|edge| (below(a, edge) as f64 / ta - below(b, edge) as f64 / tb).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Whether two views of the same events agree: the same count (within a handful: the
+/// workload's own start and stop), and the same shape.
 fn agreement(label: &str, theirs: &[Bucket], ours: &[Bucket]) -> Result<(), String> {
     let (tc, tp) = count_and_p50_bucket(theirs);
     let (oc, op) = count_and_p50_bucket(ours);
-    if !(tc > 50 && oc > 50) {
-        return Err(format!("{label}: too few events to compare ({tc}, {oc})"));
-    }
-    let diff = tc.abs_diff(oc) as f64 / tc as f64;
-    if diff > 0.10 {
+    let slack = 5 + tc / 200;
+    if tc.abs_diff(oc) > slack {
         return Err(format!(
             "{label}: libbpf-tools {tc} events, kernstat {oc}\n{theirs:?}\n{ours:?}"
         ));
     }
-    if tp != op {
+    let d = cdf_distance(theirs, ours);
+    if d > 0.05 {
         return Err(format!(
-            "{label}: same p50 bucket: libbpf-tools {tp}, kernstat {op}\n{theirs:?}\n{ours:?}"
+            "{label}: shapes differ by {d:.3} (p50 buckets {tp} and {op})\n{theirs:?}\n{ours:?}"
         ));
     }
     Ok(())
@@ -203,6 +304,35 @@ fn agree(label: &str, theirs: &[Bucket], ours: &[Bucket]) {
     if let Err(e) = agreement(label, theirs, ours) {
         panic!("{e}");
     }
+}
+
+/// The known answer: a pinned ping-pong of N round trips makes 2 N wake-ups, and the
+/// scheduler counted every run of its threads (pcount); both tools saw that many, with
+/// the same shape. An unfiltered kernstat saw at least those.
+fn check_known_answer(label: &str, round_trips: u64) {
+    let libbpf_tools = Path::new("/usr/sbin/runqlat");
+    let (ours, theirs, runs) = side_by_side(
+        round_trips,
+        (kernstat(), &["runqlat", "--json"]),
+        (libbpf_tools, &[]),
+    );
+    let (tc, oc) = (
+        count_and_p50_bucket(&theirs).0,
+        count_and_p50_bucket(&ours).0,
+    );
+    let wakeups = 2 * round_trips;
+    for (who, n) in [("libbpf-tools", tc), ("kernstat", oc)] {
+        assert!(
+            n >= wakeups && n <= runs + 5,
+            "{label}: {who} saw {n} events; 2 x {round_trips} wake-ups, {runs} runs counted by schedstat"
+        );
+    }
+    agree(label, &theirs, &ours);
+    let everything = unfiltered_count(round_trips);
+    assert!(
+        everything >= wakeups,
+        "{label}: unfiltered kernstat saw {everything} events, fewer than the workload's {wakeups}"
+    );
 }
 
 #[test]
@@ -217,27 +347,19 @@ fn agrees_with_libbpf_tools_runqlat_idle_and_loaded() {
     {
         return;
     }
-    // An idle machine makes ~35 wakeups a second, and its run-queue latencies sit
-    // around the 4 µs bucket edge: measured here, the share below 4 µs moved between
-    // 0.18 and 0.57 from one minute to the next, so one 4 s window's median lands on
-    // either side of the edge by chance. Up to three windows are compared; each must
-    // pass every check of the loaded case to count, and a real disagreement (events
-    // missed, timestamps shifted) fails all three.
-    let mut failures = Vec::new();
-    for _ in 0..3 {
-        let (t, o) = side_by_side(4);
-        match agreement("idle", &t, &o) {
-            Ok(()) => break,
-            Err(e) => failures.push(e),
-        }
-    }
-    assert!(failures.len() < 3, "{}", failures.join("\n"));
-    for f in &failures {
-        eprintln!("idle window that disagreed (another one agreed): {f}");
-    }
-    let _load = Load::start(&["stress-ng", "--cpu", "4", "--timeout", "30"]);
-    let (t, o) = side_by_side(4);
-    agree("stress-ng --cpu 4", &t, &o);
+    check_known_answer("alone on CPU 0", 20_000);
+    // Loaded: two CPU hogs share CPU 0 with the ping-pong, so its wake-ups wait behind
+    // them; still the same events for both tools.
+    let _load = Load::start(&[
+        "stress-ng",
+        "--cpu",
+        "2",
+        "--taskset",
+        "0",
+        "--timeout",
+        "120",
+    ]);
+    check_known_answer("beside stress-ng --cpu 2 on CPU 0", 1_000);
 }
 
 /// sum_exec_runtime, run_delay (ns waiting on a run queue), pcount (times run).
@@ -366,20 +488,26 @@ fn a_cgroup_filter_tests_the_woken_task() {
 #[test]
 fn raw_tracepoints_and_tp_btf_see_the_same_events() {
     let _one = serial();
-    if !gates(&["stress-ng"]) {
+    if !bpf_gate() {
         return;
     }
-    let _load = Load::start(&["stress-ng", "--cpu", "3", "--timeout", "30"]);
-    let raw = std::thread::spawn(|| json_intervals(&["--raw-tp", "3", "1"]));
-    let btf = json_intervals(&["3", "1"]);
-    let raw = raw.join().unwrap();
-    assert_eq!(raw[0]["attach"], "raw_tp");
-    assert_eq!(btf[0]["attach"], "tp_btf");
-    agree(
-        "raw_tp vs tp_btf",
-        &ours_buckets(&raw[0]),
-        &ours_buckets(&btf[0]),
+    let (btf, raw, runs) = side_by_side(
+        10_000,
+        (kernstat(), &["runqlat", "--json"]),
+        (kernstat(), &["runqlat", "--json", "--raw-tp"]),
     );
+    let (bc, rc) = (count_and_p50_bucket(&btf).0, count_and_p50_bucket(&raw).0);
+    assert!(
+        bc >= 20_000 && rc >= 20_000 && bc.max(rc) <= runs + 5,
+        "tp_btf {bc}, raw_tp {rc} events; 20,000 wake-ups, {runs} runs"
+    );
+    agree("raw_tp vs tp_btf", &btf, &raw);
+    // And each really ran the flavour it was asked for.
+    assert_eq!(
+        json_intervals(&["--raw-tp", "1", "1"])[0]["attach"],
+        "raw_tp"
+    );
+    assert_eq!(json_intervals(&["1", "1"])[0]["attach"], "tp_btf");
 }
 
 #[test]
@@ -390,7 +518,7 @@ fn csv_rows_and_plots() {
     }
     let dir = tempfile::tempdir().unwrap();
     let png = dir.path().join("rq.png");
-    let out = Command::new(kernstat())
+    let out = common::command()
         .args(["runqlat", "--csv", "--plot"])
         .arg(&png)
         .args(["1", "2"])
@@ -428,7 +556,7 @@ fn csv_rows_and_plots() {
             "not a cgroup v2 directory",
         ),
     ] {
-        let out = Command::new(kernstat()).args(args).output().unwrap();
+        let out = common::command().args(args).output().unwrap();
         assert!(!out.status.success(), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{args:?}: {err}");

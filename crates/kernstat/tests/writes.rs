@@ -4,10 +4,9 @@
 //! to a file, a pipe and a socket. Needs root (CI=true: must run).
 
 mod common;
-use common::kernstat;
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use kernstat_testkit::{bpf_gate, Gated};
 use serde_json::Value;
@@ -22,7 +21,7 @@ fn trace(workload: &[&str], extra: &[&str], by_pid: bool) -> (u32, Value) {
         args.extend_from_slice(&["-p", &pid]);
     }
     args.extend_from_slice(extra);
-    let mut k = Command::new(kernstat())
+    let mut k = common::command()
         .args(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -223,7 +222,7 @@ fn bad_input() {
             "at most 8",
         ),
     ] {
-        let out = Command::new(kernstat()).args(args).output().unwrap();
+        let out = common::command().args(args).output().unwrap();
         assert!(!out.status.success(), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{args:?}: {err}");

@@ -21,6 +21,15 @@
 //!                                    socket, and one sendto and one sendmsg)
 //!   ks-workload syscall-cost N       time N 1-byte writes to /dev/null and N getppid
 //!                                    calls; print "write NS getppid NS" (per call) and exit
+//!   ks-workload pingpong N [SPREAD_US]
+//!                                    after "ready", waits for a line on stdin; then two
+//!                                    threads pass one byte back and forth over two pipes N
+//!                                    times and it prints "done". Pinned to one CPU, every
+//!                                    pass is one wake-up of a blocked reader: 2 N run-queue
+//!                                    events of a process that does nothing else. With
+//!                                    SPREAD_US, each side spins a pseudo-random 0..SPREAD_US
+//!                                    µs after waking its partner, which then waits that
+//!                                    long: latencies spread evenly instead of in peaks
 //!   ks-workload dstate               block in uninterruptible sleep (D): a vfork-style
 //!                                    clone whose child never execs ("ready CHILD_PID";
 //!                                    kill the child to release us)
@@ -127,6 +136,10 @@ fn main() {
             }
         }
         Some("dstate") => dstate(),
+        Some("pingpong") => pingpong(
+            arg(&args, 2, "N"),
+            args.get(3).map(|_| arg(&args, 3, "SPREAD_US")).unwrap_or(0),
+        ),
         Some("writes") => gated_writes(&args),
         Some("syscall-cost") => {
             use std::os::fd::AsRawFd;
@@ -206,16 +219,8 @@ fn dstate() -> ! {
     ready_and_wait();
 }
 
-fn gated_writes(args: &[String]) -> ! {
+fn wait_for_go() {
     use std::io::BufRead;
-    use std::os::fd::AsRawFd;
-    let mode = args
-        .get(2)
-        .expect("ks-workload writes MODE N SIZE PATH")
-        .clone();
-    let n = arg(args, 3, "N") as usize;
-    let size = arg(args, 4, "SIZE") as usize;
-    let path = args.get(5).expect("PATH").clone();
     let mut out = std::io::stdout();
     let _ = writeln!(out, "ready");
     let _ = out.flush();
@@ -224,6 +229,70 @@ fn gated_writes(args: &[String]) -> ! {
         .lock()
         .read_line(&mut line)
         .expect("wait for go");
+}
+
+/// Spins for `us` microseconds (a busy wait: the CPU stays with this thread).
+fn spin_us(us: u64) {
+    let until = std::time::Instant::now() + Duration::from_micros(us);
+    while std::time::Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// A small deterministic generator (xorshift64) for the spin lengths.
+struct Spread(u64, u64);
+
+impl Spread {
+    fn next_us(&mut self) -> u64 {
+        if self.1 == 0 {
+            return 0;
+        }
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % self.1
+    }
+}
+
+fn pingpong(n: u64, spread_us: u64) -> ! {
+    use std::io::Read;
+    let (mut to_pong_r, mut to_pong_w) = std::io::pipe().expect("pipe");
+    let (mut to_ping_r, mut to_ping_w) = std::io::pipe().expect("pipe");
+    // Both threads exist before "go" and after "done" (the partner parks instead of
+    // exiting), so a test can read every thread's /proc schedstat on both sides.
+    std::thread::spawn(move || {
+        let mut spread = Spread(0x9e37_79b9_7f4a_7c15, spread_us);
+        let mut b = [0u8; 1];
+        for _ in 0..n {
+            to_pong_r.read_exact(&mut b).unwrap();
+            to_ping_w.write_all(&b).unwrap();
+            spin_us(spread.next_us());
+        }
+        loop {
+            std::thread::park();
+        }
+    });
+    wait_for_go();
+    let mut spread = Spread(0x2545_f491_4f6c_dd1d, spread_us);
+    let mut b = [0u8; 1];
+    for _ in 0..n {
+        to_pong_w.write_all(&b).unwrap();
+        spin_us(spread.next_us());
+        to_ping_r.read_exact(&mut b).unwrap();
+    }
+    wait_after("done")
+}
+
+fn gated_writes(args: &[String]) -> ! {
+    use std::os::fd::AsRawFd;
+    let mode = args
+        .get(2)
+        .expect("ks-workload writes MODE N SIZE PATH")
+        .clone();
+    let n = arg(args, 3, "N") as usize;
+    let size = arg(args, 4, "SIZE") as usize;
+    let path = args.get(5).expect("PATH").clone();
+    wait_for_go();
     let record = vec![b'x'; size];
     let file = std::fs::File::create(&path).expect("create PATH");
     match mode.as_str() {

@@ -13,12 +13,37 @@ pub fn kernstat() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kernstat"))
 }
 
+/// A private runtime directory for this test binary: kernstat's locks, published bar
+/// lines and default daemon socket go here, never into the user's. Under cargo's
+/// per-target temporary directory, so nothing is left on the machine outside target/.
+pub fn private_runtime_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("rt-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("create the private runtime directory");
+        // The runtime directory is private to its user (kernstat refuses others).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        d
+    })
+}
+
+/// kernstat, isolated from whatever the user runs on this machine: a private runtime
+/// directory (bar locks, the user daemon's socket) and a pin directory where no pin is
+/// (so a user's `kernstat ps --pin` does not change what the tests read).
+pub fn command() -> Command {
+    let mut c = Command::new(kernstat());
+    c.env("XDG_RUNTIME_DIR", private_runtime_dir()).env(
+        "KERNSTAT_PIN_DIR",
+        private_runtime_dir().join("no-pin-here"),
+    );
+    c
+}
+
 /// Runs kernstat to completion: (exit code, stdout, stderr).
 pub fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(kernstat())
-        .args(args)
-        .output()
-        .expect("run kernstat");
+    let out = command().args(args).output().expect("run kernstat");
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
