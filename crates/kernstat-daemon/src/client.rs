@@ -12,25 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Where the system daemon listens.
-pub const SYSTEM_SOCKET: &str = "/run/kernstat/sock";
-
-/// kernstat's per-user runtime directory: `$XDG_RUNTIME_DIR/kernstat`, else
-/// `/run/kernstat` for root and `/tmp/kernstat-UID` for others. The user daemon's
-/// socket and the bars' instance locks live here.
-pub fn runtime_dir() -> PathBuf {
-    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR") {
-        let p = PathBuf::from(x);
-        if p.is_dir() {
-            return p.join("kernstat");
-        }
-    }
-    // SAFETY: geteuid has no preconditions.
-    match unsafe { libc::geteuid() } {
-        0 => PathBuf::from("/run/kernstat"),
-        uid => PathBuf::from(format!("/tmp/kernstat-{uid}")),
-    }
-}
+pub use crate::runtime::{runtime_dir, SYSTEM_SOCKET};
 
 /// The user daemon's socket (for root without a runtime directory this is also the
 /// system daemon's).
@@ -39,14 +21,19 @@ pub fn user_socket() -> PathBuf {
 }
 
 /// The socket a client should use: the user daemon's if one is there, else the
-/// system daemon's.
-pub fn default_socket() -> PathBuf {
+/// system daemon's. A runtime directory that another user could have made (see
+/// [`crate::runtime`]) is not looked into: the error says why, and callers carry on
+/// without a daemon.
+pub fn default_socket() -> Result<PathBuf, crate::runtime::UnsafeDir> {
     let user = user_socket();
-    if user.exists() || !Path::new(SYSTEM_SOCKET).exists() {
+    if let Some(dir) = user.parent() {
+        crate::runtime::check_existing(dir)?;
+    }
+    Ok(if user.exists() || !Path::new(SYSTEM_SOCKET).exists() {
         user
     } else {
         PathBuf::from(SYSTEM_SOCKET)
-    }
+    })
 }
 
 /// One reply.
@@ -92,9 +79,11 @@ pub struct Session {
 }
 
 impl Session {
-    /// Connects to the daemon at `path`.
+    /// Connects to the daemon at `path`, if it is served by this user or root (a socket
+    /// another user listens on is refused with PermissionDenied, saying whose it is).
     pub fn connect(path: &Path) -> io::Result<Session> {
         let stream = UnixStream::connect(path)?;
+        crate::runtime::check_peer(&stream, path)?;
         let writer = stream.try_clone()?;
         Ok(Session {
             reader: BufReader::with_capacity(64 * 1024, stream),

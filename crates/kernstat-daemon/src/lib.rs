@@ -17,6 +17,7 @@ pub mod cache;
 pub mod client;
 pub mod protocol;
 pub mod providers;
+pub mod runtime;
 pub mod server;
 
 pub use cache::Cache;

@@ -637,21 +637,32 @@ async fn watch(
     }
 }
 
-/// Binds `path` for the daemon: creates its directory (0755 for a system daemon, 0700
-/// for a user daemon), replaces a stale socket, and sets the socket's mode. A plain std
-/// listener, so that it can be bound before the runtime's threads exist (a system
-/// daemon binds as root, then drops privileges, then starts threads).
+/// Binds `path` for the daemon: prepares its directory (created 0755 for a system
+/// daemon, 0700 for a user daemon; an existing one only when it is ours and nobody else
+/// can write it: see [`crate::runtime::prepare`]), replaces a stale socket, and sets the
+/// socket's mode. A plain std listener, so that it can be bound before the runtime's
+/// threads exist (a system daemon binds as root, then drops privileges, then starts
+/// threads).
 pub fn bind(
     path: &Path,
     mode: u32,
     dir_mode: u32,
 ) -> std::io::Result<std::os::unix::net::UnixListener> {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::runtime::prepare(dir, dir_mode & 0o077 != 0)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(dir_mode))?;
     }
-    if path.exists() {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!(
+                    "{} exists and is not a socket; refusing to replace it",
+                    path.display()
+                ),
+            ));
+        }
         // Someone answering there is a live daemon: do not take its socket.
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(std::io::Error::new(

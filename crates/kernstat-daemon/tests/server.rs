@@ -123,6 +123,35 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 #[test]
+fn a_value_not_refreshed_for_three_intervals_and_a_second_is_stale() {
+    let d = start_with(
+        Config {
+            interval: Duration::from_millis(10),
+            ..Config::default()
+        },
+        0o700,
+        0o600,
+    );
+    let mut s = session(&d);
+    // Published at start; no sampler refreshes it here. Past 3 x 10 ms + 1 s it is
+    // stale, whatever the machine is doing (a sleep never ends early).
+    std::thread::sleep(Duration::from_millis(1100));
+    let v = ask(&mut s, r#"{"op":"get","key":"load.one"}"#);
+    assert_eq!(
+        (v["ok"].clone(), v["stale"].clone()),
+        (true.into(), true.into())
+    );
+    assert!(v["age_ms"].as_u64().unwrap() >= 1030, "{v}");
+    // Published again: fresh.
+    d.daemon.publish_system(&model(0.5), 50.0);
+    let v = ask(&mut s, r#"{"op":"get","key":"load.one"}"#);
+    assert_eq!(
+        (v["data"].clone(), v["stale"].clone()),
+        (0.5.into(), false.into())
+    );
+}
+
+#[test]
 fn every_op() {
     let d = start();
     let mut s = session(&d);

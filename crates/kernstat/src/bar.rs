@@ -115,15 +115,24 @@ pub fn run(args: &BarArgs) -> anyhow::Result<i32> {
     loop {
         match instance::claim(&dir, &key) {
             Err(e) => {
-                // No runtime directory: sample ourselves rather than fail.
-                eprintln!(
-                    "kernstat: no instance lock in {} ({e}); sampling alone",
-                    dir.display()
-                );
+                // No runtime directory, or one (or a file in it) kernstat does not
+                // trust: sample ourselves rather than fail.
+                if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    eprintln!("kernstat: {e}; sampling alone");
+                } else {
+                    eprintln!(
+                        "kernstat: no instance lock in {} ({e}); sampling alone",
+                        dir.display()
+                    );
+                }
                 return lead(args, template, format, &signals, None);
             }
             Ok(Role::Leader(l)) => return lead(args, template, format, &signals, Some(l)),
             Ok(Role::Follower(f)) => {
+                if let Err(e) = f.check() {
+                    eprintln!("kernstat: {e}; sampling alone");
+                    return lead(args, template, format, &signals, None);
+                }
                 let mut out = Stdout::new();
                 let mut header = Vec::new();
                 let renderer = BarRenderer::new(format, template.clone());
@@ -184,19 +193,17 @@ fn from_daemon(
     template: &Template,
     format: BarFormat,
 ) -> anyhow::Result<Option<i32>> {
-    let sock = args
-        .socket
-        .clone()
-        .unwrap_or_else(kernstat_daemon::default_socket);
-    let connect =
-        || kernstat_daemon::Session::connect(&sock).and_then(|s| s.watch("summary", None));
-    let mut stream = match connect() {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!(
-                "kernstat: no daemon at {} ({e}); sampling here",
-                sock.display()
-            );
+    let connect = || {
+        crate::client::connect(args.socket.as_deref()).and_then(|(sock, s)| {
+            s.watch("summary", None)
+                .map(|w| (sock.clone(), w))
+                .map_err(|e| format!("daemon at {}: {e}", sock.display()))
+        })
+    };
+    let (sock, mut stream) = match connect() {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("kernstat: {why}; sampling here");
             return Ok(None);
         }
     };
@@ -221,7 +228,7 @@ fn from_daemon(
                 let gone = Instant::now();
                 loop {
                     std::thread::sleep(Duration::from_secs(1));
-                    if let Ok(w) = connect() {
+                    if let Ok((_, w)) = connect() {
                         stream = w;
                         break;
                     }

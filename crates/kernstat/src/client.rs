@@ -13,7 +13,7 @@ use kernstat_daemon::providers::{self, basic, git, system};
 use kernstat_daemon::{default_socket, Cache, Reply, Session};
 use kernstat_model::{Model, ModelOptions, RawSample};
 
-use crate::cli::{GetArgs, SocketArg, StatusArgs, WatchArgs};
+use crate::cli::{GetArgs, StatusArgs, WatchArgs};
 use crate::collect::{CollectOptions, Collector};
 
 /// Window for rates when `get` computes a value itself.
@@ -21,8 +21,19 @@ const DIRECT_WINDOW: Duration = Duration::from_millis(250);
 /// How long a client waits for the daemon's answer.
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-fn socket_of(s: &SocketArg) -> PathBuf {
-    s.socket.clone().unwrap_or_else(default_socket)
+/// Connects to the daemon at `socket` (default: the user daemon's, else the system
+/// daemon's). Err says, in one sentence, why there is none to talk to: no socket, a
+/// socket served by another user, or a runtime directory kernstat does not trust.
+pub fn connect(socket: Option<&Path>) -> Result<(PathBuf, Session), String> {
+    let sock = match socket {
+        Some(p) => p.to_path_buf(),
+        None => default_socket().map_err(|e| e.to_string())?,
+    };
+    match Session::connect(&sock) {
+        Ok(s) => Ok((sock, s)),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(e.to_string()),
+        Err(e) => Err(format!("no daemon at {} ({e})", sock.display())),
+    }
 }
 
 /// For git.* keys: the directory as an absolute path (the daemon has another cwd).
@@ -95,19 +106,17 @@ pub fn get(args: &GetArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return fail(format!("--path {e}")),
     };
-    let sock = socket_of(&args.socket);
-    let reply = match Session::connect(&sock) {
-        Ok(mut s) => {
+    let reply = match connect(args.socket.socket.as_deref()) {
+        Ok((sock, mut s)) => {
             let _ = s.set_timeout(Some(TIMEOUT));
             match s.get(key, path.as_deref()) {
                 Ok(r) => r,
                 Err(e) => return fail(format!("daemon at {}: {e}", sock.display())),
             }
         }
-        Err(e) => {
+        Err(why) => {
             eprintln!(
-                "kernstat: no daemon at {} ({e}); computed directly (`kernstat daemon` serves cached values)",
-                sock.display()
+                "kernstat: {why}; computed directly (`kernstat daemon` serves cached values)"
             );
             match direct(key, path.as_deref()) {
                 Ok(r) => r,
@@ -199,15 +208,9 @@ pub fn watch(args: &WatchArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return fail(format!("--path {e}")),
     };
-    let sock = socket_of(&args.socket);
-    let session = match Session::connect(&sock) {
-        Ok(s) => s,
-        Err(e) => {
-            return fail(format!(
-                "no daemon at {} ({e}); start one with `kernstat daemon`",
-                sock.display()
-            ))
-        }
+    let (sock, session) = match connect(args.socket.socket.as_deref()) {
+        Ok(c) => c,
+        Err(why) => return fail(format!("{why}; start one with `kernstat daemon`")),
     };
     let stream = match session.watch(&args.key, path.as_deref()) {
         Ok(w) => w,
@@ -245,10 +248,9 @@ pub fn watch(args: &WatchArgs) -> i32 {
 
 /// `kernstat status`.
 pub fn status(args: &StatusArgs) -> i32 {
-    let sock = socket_of(&args.socket);
-    let mut s = match Session::connect(&sock) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("no daemon at {} ({e})", sock.display())),
+    let (sock, mut s) = match connect(args.socket.socket.as_deref()) {
+        Ok(c) => c,
+        Err(why) => return fail(why),
     };
     let _ = s.set_timeout(Some(TIMEOUT));
     let reply = match s.op("status") {

@@ -91,6 +91,14 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         }
     });
 
+    // A socket directory another user could have made (or replace files in) is refused
+    // before anything is loaded: one sentence, exit 2.
+    if let Some(dir) = socket.parent() {
+        if let Err(e) = kernstat_daemon::runtime::prepare(dir, args.system) {
+            eprintln!("kernstat daemon: {e}");
+            return Ok(2);
+        }
+    }
     let signals = Signals::block();
     raise_fd_limit();
     let mut collector = open_collector(&args.source)?;

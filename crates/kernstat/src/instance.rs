@@ -10,7 +10,6 @@ use std::fs;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -19,7 +18,7 @@ use rustix::fs::{flock, inotify, openat, renameat, FlockOperation, Mode, OFlags,
 /// The runtime directory for kernstat's locks and sockets: $XDG_RUNTIME_DIR/kernstat,
 /// else /run/kernstat for root, else /tmp/kernstat-UID.
 pub fn runtime_dir() -> PathBuf {
-    kernstat_daemon::client::runtime_dir()
+    kernstat_daemon::runtime::runtime_dir()
 }
 
 /// FNV-1a: a stable name for a configuration (not security-relevant).
@@ -51,7 +50,7 @@ impl Leader {
         let Ok(fd) = openat(
             CWD,
             self.tmp.as_c_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC | OFlags::NOFOLLOW,
             Mode::from_raw_mode(0o600),
         ) else {
             return;
@@ -80,17 +79,13 @@ pub enum Role {
 }
 
 /// Takes the lock for `key`, or becomes a follower of whoever holds it.
+/// The runtime directory must be ours alone (see kernstat_daemon::runtime): an error
+/// says why it is not, and the caller samples alone.
 pub fn claim(dir: &Path, key: &str) -> io::Result<Role> {
-    fs::create_dir_all(dir)?;
-    let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
+    kernstat_daemon::runtime::prepare(dir, false)?;
     let lock_path = dir.join(format!("bar-{key}.lock"));
     let out = dir.join(format!("bar-{key}.out"));
-    let lock = openat(
-        CWD,
-        lock_path.as_path(),
-        OFlags::RDWR | OFlags::CREATE | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
-    )?;
+    let lock = private_file(&lock_path, OFlags::RDWR | OFlags::CREATE)?;
     match flock(&lock, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => {
             let tmp = dir.join(format!("bar-{key}.out.{}", std::process::id()));
@@ -123,6 +118,22 @@ pub fn claim(dir: &Path, key: &str) -> io::Result<Role> {
     }
 }
 
+/// Opens a file of ours in the runtime directory: no links, regular files only.
+fn private_file(path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+    kernstat_daemon::runtime::open_private_file(path, flags, 0o600)
+}
+
+/// The leader's current line, read through [`private_file`] (a FIFO or a link to
+/// /dev/zero in its place is refused, not read).
+fn read_line_file(path: &Path, into: &mut Vec<u8>) -> io::Result<()> {
+    use std::io::Read;
+    let fd = private_file(path, OFlags::RDONLY)?;
+    into.clear();
+    // A line is at most a few KiB; more is not something a leader wrote.
+    fs::File::from(fd).take(1 << 20).read_to_end(into)?;
+    Ok(())
+}
+
 /// Why following stopped.
 pub enum FollowEnd {
     /// Asked to stop (signal) or stdout closed.
@@ -132,6 +143,15 @@ pub enum FollowEnd {
 }
 
 impl Follower {
+    /// Whether the leader's line file can be trusted: absent (not published yet) or a
+    /// regular file of ours; Err says what is there instead.
+    pub fn check(&self) -> io::Result<()> {
+        match private_file(&self.out, OFlags::RDONLY) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            r => r.map(drop),
+        }
+    }
+
     /// Calls `emit` with every line the leader publishes until `stop()` says so or the
     /// leader's lock becomes free. `emit` returns false to stop (stdout closed).
     pub fn follow(
@@ -143,10 +163,14 @@ impl Follower {
         let mut events = vec![std::mem::MaybeUninit::<u8>::uninit(); 4096];
         let mut line = Vec::with_capacity(8192);
         // Print the current line at once, if there is one.
-        if let Ok(b) = fs::read(&self.out) {
-            if !emit(&b) {
-                return Ok(FollowEnd::Stop);
+        match read_line_file(&self.out, &mut line) {
+            Ok(()) => {
+                if !emit(&line) {
+                    return Ok(FollowEnd::Stop);
+                }
             }
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(e),
+            Err(_) => {}
         }
         loop {
             if stop() {
@@ -182,24 +206,21 @@ impl Follower {
                 }
             }
             if changed {
-                line.clear();
-                if let Ok(b) = fs::read(&self.out) {
-                    line.extend_from_slice(&b);
-                    if !emit(&line) {
-                        return Ok(FollowEnd::Stop);
+                match read_line_file(&self.out, &mut line) {
+                    Ok(()) => {
+                        if !emit(&line) {
+                            return Ok(FollowEnd::Stop);
+                        }
                     }
+                    Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(e),
+                    Err(_) => {}
                 }
             }
         }
     }
 
     fn leader_gone(&self) -> io::Result<bool> {
-        let fd = openat(
-            CWD,
-            self.lock_path.as_path(),
-            OFlags::RDWR | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let fd = private_file(&self.lock_path, OFlags::RDWR)?;
         Ok(match flock(&fd, FlockOperation::NonBlockingLockShared) {
             Ok(()) => true,
             Err(rustix::io::Errno::WOULDBLOCK) => false,
