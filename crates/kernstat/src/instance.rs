@@ -163,14 +163,17 @@ impl Follower {
         let mut events = vec![std::mem::MaybeUninit::<u8>::uninit(); 4096];
         let mut line = Vec::with_capacity(8192);
         // Print the current line at once, if there is one.
-        match read_line_file(&self.out, &mut line) {
-            Ok(()) => {
-                if !emit(&line) {
-                    return Ok(FollowEnd::Stop);
-                }
+        // Emits the leader's current line; false once `emit` says stop. A file that
+        // is not ours to trust is an error; one that is briefly missing is not.
+        let mut show = |line: &mut Vec<u8>| -> io::Result<bool> {
+            match read_line_file(&self.out, line) {
+                Ok(()) => Ok(emit(line)),
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(e),
+                Err(_) => Ok(true),
             }
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(e),
-            Err(_) => {}
+        };
+        if !show(&mut line)? {
+            return Ok(FollowEnd::Stop);
         }
         loop {
             if stop() {
@@ -205,16 +208,8 @@ impl Follower {
                     changed = true;
                 }
             }
-            if changed {
-                match read_line_file(&self.out, &mut line) {
-                    Ok(()) => {
-                        if !emit(&line) {
-                            return Ok(FollowEnd::Stop);
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(e),
-                    Err(_) => {}
-                }
+            if changed && !show(&mut line)? {
+                return Ok(FollowEnd::Stop);
             }
         }
     }
