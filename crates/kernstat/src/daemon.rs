@@ -2,7 +2,8 @@
 //! and the socket server (kernstat-daemon) on a small tokio runtime.
 //!
 //! Start-up order matters for least privilege: load BPF and bind the socket while still
-//! root, then (with --system) switch to the unprivileged user with no capabilities,
+//! root, then (with --system) empty the capability bounding set, switch to the
+//! unprivileged user with no capabilities, install the seccomp allow-list (sandbox.rs),
 //! and only then start threads. The sampler runs on the main thread (the BPF skeleton
 //! stays where it was loaded); a signal thread turns SIGTERM/SIGINT/SIGHUP into a
 //! clean stop that removes the socket.
@@ -122,8 +123,13 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
             }
             chown(&socket, user.uid, user.gid)
                 .with_context(|| format!("chown {}", socket.display()))?;
-            privileges::become_user(user, || collector.sample(&mut scratch).is_ok())
-                .context("dropping privileges")?
+            // As root still: no capability can come back through any later execve.
+            crate::sandbox::clear_bounding_set()?;
+            let dropped = privileges::become_user(user, || collector.sample(&mut scratch).is_ok())
+                .context("dropping privileges")?;
+            // Before any thread exists, so that all of them inherit it.
+            crate::sandbox::install_seccomp()?;
+            dropped
         }
         None if collector.source() == Source::Bpf => {
             privileges::drop_after_load(|| collector.sample(&mut scratch).is_ok())

@@ -14,6 +14,7 @@ mod instance;
 mod privileges;
 mod ps;
 mod runqlat;
+mod sandbox;
 mod selfcost;
 mod signals;
 mod snapshot;

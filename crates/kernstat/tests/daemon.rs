@@ -423,6 +423,29 @@ fn a_system_daemon_runs_as_nobody_without_capabilities() {
     assert!(uids.split_whitespace().all(|u| u == "65534"), "Uid: {uids}");
     assert_eq!(status_field(d.pid(), "CapEff:"), "0000000000000000");
     assert_eq!(status_field(d.pid(), "CapPrm:"), "0000000000000000");
+    // No execve can hand capabilities back, and the seccomp allow-list is on.
+    assert_eq!(status_field(d.pid(), "CapBnd:"), "0000000000000000");
+    assert_eq!(status_field(d.pid(), "Seccomp:"), "2");
+    assert_eq!(status_field(d.pid(), "NoNewPrivs:"), "1");
+    // Under the filter, every kind of request is still served: the whole summary,
+    // status, and the git keys of this source tree (gix on a blocking thread).
+    assert!(d.value("summary")["procs"].is_array());
+    let (code, out, err) = run(&["status", "--json", "--socket", d.sock.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(common::json(&out)["requests"].as_u64().unwrap() > 0);
+    if kernstat_testkit::tool_gate("git") {
+        // A repository the daemon's user can read, on a branch of a known name.
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(repo.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let git = Command::new("git")
+            .args(["init", "-q", "-b", "seccomp-test"])
+            .current_dir(repo.path())
+            .status()
+            .unwrap();
+        assert!(git.success());
+        let (code, out, err) = d.get(&["git.branch", "--path", repo.path().to_str().unwrap()]);
+        assert_eq!((code, out.trim()), (Some(0), "seccomp-test"), "{err}");
+    }
     assert_eq!(
         d.value("source"),
         "bpf",
