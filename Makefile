@@ -1,7 +1,7 @@
 # kernstat: the two Quick start commands, and a few helpers.
 #   make run    build (installing what is missing) and run `kernstat bar`
 #   make test   install what the tests need, then format check, clippy and every test
-.PHONY: run test build deps deps-test bench
+.PHONY: run test build deps deps-test bench fuzz
 
 run: deps
 	cargo build --release
@@ -24,3 +24,13 @@ deps-test:
 # The numbers in the README (see "Measured").
 bench: build
 	scripts/bench.sh
+
+# Every parser of untrusted input, property-tested for as long as one wants (`make test`
+# runs the same properties with 256 cases each): make fuzz FUZZ_CASES=1000000
+FUZZ_CASES ?= 20000
+fuzz:
+	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-bpf --lib ps::tests
+	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --test server props
+	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-render --test props
+	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-sources --test props
+	PROPTEST_CASES=$$(( $(FUZZ_CASES) / 10 )) cargo test --release -p kernstat-sources --test fake_sysfs any_file

@@ -257,8 +257,9 @@ fn row(r: &ks_ps_rec, cmdline: Vec<u8>) -> TaskRow {
         dead_cpu_ns: r.dead_cpu_ns,
         dead_read_bytes: r.dead_read_bytes,
         dead_write_bytes: r.dead_write_bytes,
-        rss_bytes: r.rss_pages * page,
-        vsz_bytes: r.vsz_pages * page,
+        // Saturating: a forged stream (a --pin-dir file is anyone's) must not overflow.
+        rss_bytes: r.rss_pages.saturating_mul(page),
+        vsz_bytes: r.vsz_pages.saturating_mul(page),
         cgroup_id: r.cgroup_id,
         cgroup_path: None,
         comm: Comm::from_bytes(&comm),
@@ -409,6 +410,64 @@ mod tests {
         assert_eq!(rows[0].cmdline, b"/sbin/init\0");
         assert_eq!(rows[2].cmdline, b"a\0bc\0");
         assert!(rows.iter().all(|r| r.leader));
+    }
+
+    use proptest::prelude::*;
+
+    /// Command lines as the iterator copies them: NUL-separated, bounded.
+    fn recs() -> impl Strategy<Value = Vec<(u32, Vec<u8>)>> {
+        proptest::collection::vec(
+            (any::<u32>(), proptest::collection::vec(any::<u8>(), 0..300)),
+            0..40,
+        )
+    }
+
+    proptest! {
+        /// A well-formed stream reads back record for record.
+        #[test]
+        fn well_formed_streams_read_back(recs in recs()) {
+            let borrowed: Vec<(u32, &[u8])> =
+                recs.iter().map(|(p, c)| (*p, c.as_slice())).collect();
+            let rows = parse(&stream(VERSION, &borrowed)).unwrap();
+            prop_assert_eq!(rows.len(), recs.len());
+            for (row, (pid, cmd)) in rows.iter().zip(&recs) {
+                prop_assert_eq!(row.pid, *pid);
+                prop_assert_eq!(&row.cmdline, cmd);
+            }
+            prop_assert_eq!(count_records(&stream(VERSION, &borrowed)), recs.len());
+        }
+
+        /// A forged or damaged stream (a good header, then bytes changed, cut or
+        /// appended anywhere) is refused or read, never a panic or an out-of-bounds
+        /// read, and never yields more records than its bytes can hold.
+        #[test]
+        fn forged_streams_never_panic(
+            recs in recs(),
+            flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..16),
+            cut in any::<prop::sample::Index>(),
+            tail in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let borrowed: Vec<(u32, &[u8])> =
+                recs.iter().map(|(p, c)| (*p, c.as_slice())).collect();
+            let mut s = stream(VERSION, &borrowed);
+            for (at, b) in &flips {
+                let i = at.index(s.len());
+                s[i] = *b;
+            }
+            s.truncate(cut.index(s.len() + 1));
+            s.extend_from_slice(&tail);
+            if let Ok(rows) = parse(&s) {
+                prop_assert!(rows.len() * size_of::<ks_ps_rec>() <= s.len());
+            }
+            let _ = count_records(&s);
+        }
+
+        /// Arbitrary bytes: the same.
+        #[test]
+        fn arbitrary_bytes_never_panic(raw in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            let _ = parse(&raw);
+            let _ = count_records(&raw);
+        }
     }
 
     #[test]

@@ -634,3 +634,114 @@ fn peer_credentials_are_checked() {
     let allowed: Value = serde_json::from_str(&hello_as(65533, &d.sock)).unwrap();
     assert_eq!(allowed["ok"], true, "{allowed}");
 }
+
+// --- Property tests: the request parser, and the connection's framing ---------------
+// Cases per property: proptest's default (256) in `make test`; `make fuzz` raises
+// PROPTEST_CASES.
+
+mod props {
+    use super::*;
+    use kernstat_daemon::protocol::{self, Request};
+    use proptest::prelude::*;
+    use proptest::test_runner::TestRunner;
+
+    proptest! {
+        #[test]
+        fn any_bytes_parse_or_are_refused(line in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = protocol::parse(&line);
+        }
+
+        #[test]
+        fn a_get_of_any_key_reads_back(key in ".{0,64}", path in proptest::option::of(".{0,64}")) {
+            let line = serde_json::to_vec(&serde_json::json!({"op": "get", "key": key, "path": path})).unwrap();
+            // Keys with escapes cannot be borrowed from the line: refused, not misread.
+            match protocol::parse(&line) {
+                Ok(Request::Get { key: k, path: p }) => {
+                    prop_assert_eq!(k, key.as_str());
+                    prop_assert_eq!(p, path.as_deref());
+                }
+                Ok(other) => prop_assert!(false, "parsed as {other:?}"),
+                Err(_) => prop_assert!(key.contains(['"', '\\']) || key.chars().any(char::is_control)
+                    || path.as_deref().is_some_and(|p| p.contains(['"', '\\']) || p.chars().any(char::is_control))),
+            }
+        }
+    }
+
+    /// One request line of a client that may be buggy or hostile (never `watch`, which
+    /// turns the connection into a stream, and never a newline inside).
+    fn request_line() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            Just(br#"{"op":"get","key":"load.one"}"#.to_vec()),
+            Just(br#"{"op":"get","key":"no.such"}"#.to_vec()),
+            Just(br#"{"op":"list"}"#.to_vec()),
+            Just(br#"{"op":"hello"}"#.to_vec()),
+            Just(br#"{"op":"status"}"#.to_vec()),
+            Just(br#"{"op":"get","key":"git.branch","path":"/nonexistent"}"#.to_vec()),
+            Just(br#"{"op":"get""#.to_vec()),
+            Just(b"".to_vec()),
+            Just(br#"{"op":"get","key":"load.one"}"#.iter().copied().chain(*b"\r").collect()),
+            proptest::collection::vec(
+                any::<u8>().prop_filter("no newline", |b| *b != b'\n'),
+                0..200
+            ),
+        ]
+    }
+
+    #[test]
+    fn lines_split_anywhere_are_each_answered_once_in_order() {
+        let d = start();
+        let mut runner = TestRunner::default();
+        let cases = (
+            proptest::collection::vec(request_line(), 1..20),
+            proptest::collection::vec(1usize..64, 1..40),
+        );
+        runner
+            .run(&cases, |(lines, cuts)| {
+                let mut wire = Vec::new();
+                for l in &lines {
+                    wire.extend_from_slice(l);
+                    wire.push(b'\n');
+                }
+                let mut s = UnixStream::connect(&d.sock).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                // Written in pieces of the generated sizes (cycled), each piece flushed
+                // on its own: the server sees the lines split anywhere.
+                let mut rest = &wire[..];
+                for n in cuts.iter().cycle() {
+                    if rest.is_empty() {
+                        break;
+                    }
+                    let (piece, tail) = rest.split_at((*n).min(rest.len()));
+                    s.write_all(piece).unwrap();
+                    rest = tail;
+                }
+                s.write_all(b"{\"op\":\"hello\"}\n").unwrap();
+                let mut r = std::io::BufReader::new(s);
+                for (i, l) in lines.iter().enumerate() {
+                    let mut reply = String::new();
+                    std::io::BufRead::read_line(&mut r, &mut reply).unwrap();
+                    let v: Value = serde_json::from_str(&reply).map_err(|e| {
+                        TestCaseError::fail(format!("reply {i} not JSON ({e}): {reply:?}"))
+                    })?;
+                    prop_assert!(v["ok"].is_boolean(), "reply {}: {}", i, reply);
+                    // Refused as a bad request exactly when the line does not parse.
+                    let valid = protocol::parse(l.strip_suffix(b"\r").unwrap_or(l)).is_ok();
+                    prop_assert_eq!(
+                        v["code"] == "bad_request",
+                        !valid,
+                        "line {:?}: {}",
+                        String::from_utf8_lossy(l),
+                        reply
+                    );
+                }
+                // The connection still works after all of it.
+                let mut reply = String::new();
+                std::io::BufRead::read_line(&mut r, &mut reply).unwrap();
+                let v: Value = serde_json::from_str(&reply).unwrap();
+                prop_assert_eq!(&v["data"]["name"], "kernstat");
+                Ok(())
+            })
+            .unwrap();
+        still_serving(&d);
+    }
+}

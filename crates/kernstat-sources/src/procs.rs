@@ -153,10 +153,10 @@ pub fn parse_stat_line(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<
         ProcSample {
             pid,
             start,
-            cpu_ns: (utime + stime) * ns_per_tick,
+            cpu_ns: utime.saturating_add(stime).saturating_mul(ns_per_tick),
             read_bytes: 0,
             write_bytes: 0,
-            rss_bytes: rss * page_size,
+            rss_bytes: rss.saturating_mul(page_size),
             state,
             has_d_thread: false,
             kthread: flags & PF_KTHREAD != 0,

@@ -291,9 +291,9 @@ pub fn parse_stat(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<TaskR
             18 => row.prio = parse_i64(f).unwrap_or(0) as i32,
             19 => row.nice = parse_i64(f).unwrap_or(0) as i32,
             20 => row.threads = num() as u32,
-            22 => row.start_ns = num() * ns_per_tick,
+            22 => row.start_ns = num().saturating_mul(ns_per_tick),
             23 => row.vsz_bytes = num(),
-            24 => row.rss_bytes = num() * page_size,
+            24 => row.rss_bytes = num().saturating_mul(page_size),
             41 => {
                 row.policy = num() as u8;
                 break;
@@ -301,7 +301,7 @@ pub fn parse_stat(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<TaskR
             _ => {}
         }
     }
-    row.cpu_ns = (utime + stime) * ns_per_tick;
+    row.cpu_ns = utime.saturating_add(stime).saturating_mul(ns_per_tick);
     Some(row)
 }
 

@@ -352,7 +352,7 @@ impl HardwareReader {
         let (mut sum, mut n) = (0u64, 0u64);
         for f in &self.cpufreq_cur {
             if let Some(khz) = f.read_u64(buf) {
-                sum += khz;
+                sum = sum.saturating_add(khz);
                 n += 1;
             }
         }

@@ -120,8 +120,11 @@ pub fn parse_stat(buf: &[u8], ns_per_tick: u64, cores: &mut Vec<CoreTimes>) -> S
                 *slot = f.next().and_then(parse_u64).unwrap_or(0);
             }
             let [user, nice, system, idle, iowait, irq, softirq, steal] = v;
-            let busy = (user + nice + system + irq + softirq + steal) * ns_per_tick;
-            let total = busy + (idle + iowait) * ns_per_tick;
+            // Saturating: a file with absurd numbers (the fuzz tests make them) must
+            // not overflow; real counters are far below 2^64 ns.
+            let sum = |xs: &[u64]| xs.iter().fold(0u64, |a, &x| a.saturating_add(x));
+            let busy = sum(&[user, nice, system, irq, softirq, steal]).saturating_mul(ns_per_tick);
+            let total = busy.saturating_add(sum(&[idle, iowait]).saturating_mul(ns_per_tick));
             match name {
                 None => totals.busy_ns = busy,
                 Some(_) => cores.push(CoreTimes {
@@ -140,12 +143,12 @@ pub fn parse_stat(buf: &[u8], ns_per_tick: u64, cores: &mut Vec<CoreTimes>) -> S
 
 /// Parses /proc/meminfo (kB values) into bytes.
 pub fn parse_meminfo(buf: &[u8]) -> MemInfo {
-    let kb = |key: &[u8]| keyed_value(buf, key).unwrap_or(0) * 1024;
+    let kb = |key: &[u8]| keyed_value(buf, key).unwrap_or(0).saturating_mul(1024);
     let total = kb(b"MemTotal");
     let free = kb(b"MemFree");
     // Kernels before 3.14 lack MemAvailable; free is the closest lower bound there.
     let available = keyed_value(buf, b"MemAvailable")
-        .map(|v| v * 1024)
+        .map(|v| v.saturating_mul(1024))
         .unwrap_or(free);
     MemInfo {
         total,

@@ -271,3 +271,53 @@ fn battery_power_from_current_and_voltage() {
     assert_eq!(b.status.as_str(), "Charging");
     assert!((b.power_w.unwrap() - 18.0).abs() < 1e-3);
 }
+
+/// Every regular file under `dir` (not following links), sorted.
+fn value_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            value_files(&e.path(), out);
+        } else if t.is_file() {
+            out.push(e.path());
+        }
+    }
+    out.sort();
+}
+
+use proptest::strategy::Strategy as _;
+
+proptest::proptest! {
+    /// Both machines' trees with their value files replaced by anything (truncated,
+    /// huge numbers, negative, invalid UTF-8, empty): discovery and every reading go
+    /// on, never a panic. (proptest's default case count in `make test`; `make fuzz`
+    /// runs more.)
+    #[test]
+    fn any_file_contents_are_survived(
+        contents in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+                "-?[0-9]{1,30}\n?".prop_map(String::into_bytes),
+                proptest::prelude::Just(b"18446744073709551615\n".to_vec()),
+            ],
+            1..40,
+        ),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = dir.path().join("sys");
+        intel_laptop(&sys);
+        amd_desktop(&sys);
+        let mut files = Vec::new();
+        value_files(&sys, &mut files);
+        for (i, f) in files.iter().enumerate() {
+            fs::write(f, &contents[i % contents.len()]).unwrap();
+        }
+        for src in ["auto", "off", "zone:x86_pkg_temp", "hwmon:coretemp", "hwmon:k10temp:Tctl"] {
+            let mut r = HardwareReader::discover(&roots(dir.path()), &src.parse().unwrap());
+            let mut hw = Hardware::default();
+            r.read(&mut hw);
+            r.read(&mut hw);
+        }
+    }
+}
