@@ -581,3 +581,163 @@ fn a_bar_without_a_daemon_samples_by_itself() {
         "{err}"
     );
 }
+
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    status_field(pid, "VmRSS:")
+        .trim_end_matches(" kB")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// xorshift64: the fuzzer's choices, reproducible from the seed it prints.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// One hostile or careless client: garbage, oversized, deeply nested, truncated,
+/// pipelined, half-closed, a watch dropped at once, or a connect-and-leave.
+fn hostile_client(sock: &Path, rng: &mut Rng) {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::os::unix::net::UnixStream::connect(sock) else {
+        return;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+    let mut sink = vec![0u8; 64 * 1024];
+    match rng.below(8) {
+        0 => {
+            let n = rng.below(4096) as usize;
+            let junk: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+            let _ = s.write_all(&junk);
+        }
+        1 => {
+            // Over the 64 KiB bound without a newline: too_long, then closed.
+            let _ = s.write_all(&vec![b'x'; 100 * 1024]);
+            let _ = s.read(&mut sink);
+        }
+        2 => {
+            let depth = 1 + rng.below(20_000) as usize;
+            let mut line = "[".repeat(depth);
+            line.push_str(&"]".repeat(depth));
+            line.push('\n');
+            let _ = s.write_all(line.as_bytes());
+            let _ = s.read(&mut sink);
+        }
+        3 => {
+            let _ = s.write_all(br#"{"op":"get","key":"load"#);
+        }
+        4 => {
+            let n = 1 + rng.below(200) as usize;
+            let burst = "{\"op\":\"get\",\"key\":\"mem.total\"}\n".repeat(n);
+            let _ = s.write_all(burst.as_bytes());
+            // Read some of the answers, not necessarily all, and hang up.
+            let _ = s.read(&mut sink);
+        }
+        5 => {
+            let _ = s.write_all(b"{\"op\":\"hello\"}\n");
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            let _ = s.read_to_end(&mut Vec::new());
+        }
+        6 => {
+            let _ = s.write_all(b"{\"op\":\"watch\",\"key\":\"load.one\"}\n");
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn hostile_clients_leave_no_trace_and_a_normal_client_is_answered_throughout() {
+    let d = DaemonProc::start(source_args());
+    let sock = d.sock.clone();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("fuzz seed {seed}");
+    // Two rounds of the same length: the first brings the daemon to its steady state
+    // (runtime and allocator pools, buffers); the second must not grow it further.
+    let round = |n_threads: u64, secs: u64| {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let workers: Vec<_> = (0..n_threads)
+            .map(|t| {
+                let (sock, stop) = (sock.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut rng = Rng(seed ^ (t + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                    let mut n = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        hostile_client(&sock, &mut rng);
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        // A normal client, on one held connection, all along.
+        let mut s = kernstat_daemon::Session::connect(&sock).unwrap();
+        s.set_timeout(Some(Duration::from_secs(10))).unwrap();
+        let t = Instant::now();
+        let mut answered = 0;
+        while t.elapsed() < Duration::from_secs(secs) {
+            let r = s.get("mem.total", None).unwrap();
+            assert!(r.ok, "{r:?}");
+            answered += 1;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let hostile: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        (hostile, answered)
+    };
+    let settle = |pid: u32, base_fds: usize| {
+        // Closed connections are reaped asynchronously; give them a moment.
+        let t = Instant::now();
+        while fd_count(pid) != base_fds && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let pid = d.pid();
+    let base_fds = fd_count(pid);
+    let (h1, a1) = round(8, 4);
+    settle(pid, base_fds);
+    assert_eq!(fd_count(pid), base_fds, "descriptors after round 1");
+    let rss1 = rss_kb(pid);
+    let (h2, a2) = round(8, 4);
+    settle(pid, base_fds);
+    assert_eq!(fd_count(pid), base_fds, "descriptors after round 2");
+    let rss2 = rss_kb(pid);
+    eprintln!(
+        "hostile connections {h1} + {h2}, normal requests answered {a1} + {a2}, VmRSS {rss1} -> {rss2} kB"
+    );
+    assert!(
+        h1 > 100 && h2 > 100,
+        "the fuzzer ran ({h1}, {h2} connections)"
+    );
+    // Memory does not grow with more of the same abuse (a leak would: each round
+    // makes thousands of connections). 2 MiB of slack for allocator noise.
+    assert!(
+        rss2 <= rss1 + 2048,
+        "VmRSS grew from {rss1} to {rss2} kB over a second round"
+    );
+    // And it still serves a fresh client with a real value.
+    assert_eq!(
+        d.value("mem.total").as_u64().unwrap(),
+        meminfo_kb("MemTotal") * 1024
+    );
+}
