@@ -40,6 +40,30 @@ static __always_inline unsigned int ks_task_state_probe(struct task_struct *t)
 }
 
 /*
+ * A kernel thread's name longer than comm's 16 bytes lives in its struct kthread:
+ * `full_name`, added in 6.0 (commit d6986ce24fc0 "kthread: dynamically allocate memory
+ * to store kthread's full name"), reached through task->worker_private since 5.17
+ * (commit e32cf5dfbe22 "kthread: Generalize pf_io_worker so it can point to struct
+ * kthread"). NULL when the name fits comm. Older kernels keep only comm: NULL here.
+ */
+struct kthread___ks {
+	char *full_name;
+} __attribute__((preserve_access_index));
+
+static __always_inline const char *ks_kthread_full_name(struct task_struct *t)
+{
+	struct kthread___ks *kt;
+
+	if (!bpf_core_field_exists(t->worker_private) ||
+	    !bpf_core_field_exists(((struct kthread___ks *)0)->full_name))
+		return 0;
+	kt = (struct kthread___ks *)BPF_CORE_READ(t, worker_private);
+	if (!kt)
+		return 0;
+	return BPF_CORE_READ(kt, full_name);
+}
+
+/*
  * 6.2 (commit f1a7941243c1 "mm: convert mm's rss stats into percpu_counter") turned
  * mm->rss_stat from `struct mm_rss_stat { atomic_long_t count[NR_MM_COUNTERS]; }` into
  * `struct percpu_counter rss_stat[NR_MM_COUNTERS]`. In both layouts we read the shared

@@ -199,6 +199,7 @@ struct task_struct {
 	struct css_set *cgroups;
 	struct nsproxy *nsproxy;
 	struct files_struct *files;
+	void *worker_private;
 };
 
 struct seq_file;

@@ -66,7 +66,10 @@ static __always_inline int emit_task(struct bpf_iter__task *ctx, bool with_cmdli
 	struct signal_struct *sig;
 	const struct cred *cred;
 	unsigned long arg_start = 0, arg_end = 0;
+	char name[KS_PS_NAME_MAX];
+	const char *full_name = 0;
 	__u32 len = 0, pad;
+	long n_name;
 
 	if (!task)
 		return 0;
@@ -123,11 +126,24 @@ static __always_inline int emit_task(struct bpf_iter__task *ctx, bool with_cmdli
 			len = n;
 		}
 	}
+	/* A kernel thread has no command line: its full name (when comm cut it) goes in
+	 * that place, as /proc/PID/comm and /proc/PID/stat show it. */
+	if (rec.flags & KS_PS_KTHREAD)
+		full_name = ks_kthread_full_name(task);
+	if (full_name) {
+		n_name = bpf_probe_read_kernel_str(name, sizeof(name), full_name);
+		if (n_name > 1) {
+			len = n_name - 1; /* without the NUL */
+			rec.flags |= KS_PS_FULL_NAME;
+		}
+	}
 	rec.cmdline_len = len;
 	pad = (8 - ((sizeof(rec) + len) & 7)) & 7;
 	rec.rec_len = sizeof(rec) + len + pad;
 	bpf_seq_write(seq, &rec, sizeof(rec));
-	if (len)
+	if (rec.flags & KS_PS_FULL_NAME)
+		bpf_seq_write(seq, name, len & (KS_PS_NAME_MAX - 1));
+	else if (with_cmdline && len) /* constant-folded away in the non-sleepable program */
 		write_user(seq, task, arg_start, len);
 	if (pad)
 		bpf_seq_write(seq, zeros, pad & 7);

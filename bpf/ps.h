@@ -13,10 +13,12 @@
 #define KERNSTAT_PS_H
 
 #define KS_PS_MAGIC 0x5350534bu /* "KSPS" little-endian */
-#define KS_PS_VERSION 1
+#define KS_PS_VERSION 2
 /* Command lines are cut at this many bytes (ps shows at most a screen line). */
 #define KS_PS_CMDLINE_MAX 4096
 #define KS_PS_COMM_LEN 16
+/* A kernel thread's full name, as /proc prints it (proc_task_name's 64-byte buffer). */
+#define KS_PS_NAME_MAX 64
 
 /* First bytes of the stream. */
 struct ks_ps_stream {
@@ -31,6 +33,9 @@ enum ks_ps_flags {
 	KS_PS_LEADER = 2,
 	/* The command line was longer than KS_PS_CMDLINE_MAX and is cut. */
 	KS_PS_CMDLINE_CUT = 4,
+	/* v2: a kernel thread whose name does not fit comm: the bytes after the record
+	 * (cmdline_len of them) are its full name instead of a command line. */
+	KS_PS_FULL_NAME = 8,
 };
 
 /*

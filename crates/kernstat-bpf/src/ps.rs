@@ -17,7 +17,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Iter, OpenObject};
 
 use kernstat_model::ps::TaskRow;
-use kernstat_model::Comm;
+use kernstat_model::TaskName;
 
 use crate::loader::{capture_libbpf_log, clear_log, failed, preflight, LoadError};
 use crate::skel::ps::types::{ks_ps_flags, ks_ps_rec, ks_ps_stream};
@@ -26,13 +26,14 @@ use crate::skel::ps::{PsSkel, PsSkelBuilder};
 /// "KSPS", the stream's first four bytes (bpf/ps.h KS_PS_MAGIC).
 pub const MAGIC: u32 = 0x5350_534b;
 /// The record format this binary reads (bpf/ps.h KS_PS_VERSION).
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Where `kernstat ps --pin` pins by default, and where `kernstat ps` looks.
 pub const DEFAULT_PIN_DIR: &str = "/sys/fs/bpf/kernstat";
 
 const FLAG_KTHREAD: u8 = ks_ps_flags::KS_PS_KTHREAD.0 as u8;
 const FLAG_LEADER: u8 = ks_ps_flags::KS_PS_LEADER.0 as u8;
 const FLAG_CUT: u8 = ks_ps_flags::KS_PS_CMDLINE_CUT.0 as u8;
+const FLAG_FULL_NAME: u8 = ks_ps_flags::KS_PS_FULL_NAME.0 as u8;
 
 /// The pin file for this binary's format version in `dir`: the iterator with command
 /// lines (`cmdline`), or the lighter one without.
@@ -262,8 +263,18 @@ fn row(r: &ks_ps_rec, cmdline: Vec<u8>) -> TaskRow {
         vsz_bytes: r.vsz_pages.saturating_mul(page),
         cgroup_id: r.cgroup_id,
         cgroup_path: None,
-        comm: Comm::from_bytes(&comm),
-        cmdline,
+        // A kernel thread whose name comm cut carries its full name where a command
+        // line would be (bpf/ps.h, KS_PS_FULL_NAME).
+        comm: if r.flags & FLAG_FULL_NAME != 0 {
+            TaskName::from_bytes(&cmdline)
+        } else {
+            TaskName::from_bytes(&comm)
+        },
+        cmdline: if r.flags & FLAG_FULL_NAME != 0 {
+            Vec::new()
+        } else {
+            cmdline
+        },
         cmdline_cut: r.flags & FLAG_CUT != 0,
     }
 }

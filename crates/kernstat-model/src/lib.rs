@@ -20,7 +20,7 @@ pub use model::{
 };
 pub use raw::{
     BatterySample, Comm, CoreTimes, GpuDriver, GpuSample, Hardware, MemInfo, ProcSample, Psi,
-    PsiLine, RawSample, Source, SystemSample, TaskTable,
+    PsiLine, RawSample, Source, SystemSample, TaskName, TaskTable,
 };
 pub use text::ShortStr;
 pub use top::{Top, TopEntry};

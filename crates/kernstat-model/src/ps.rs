@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::raw::Comm;
+use crate::raw::TaskName;
 
 /// One task (thread) as a source saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub struct TaskRow {
     /// cgroup v2 path, when the source knows it directly (procfs).
     pub cgroup_path: Option<String>,
     /// Command name.
-    pub comm: Comm,
+    pub comm: TaskName,
     /// Command line, arguments separated by NUL (leaders only; empty for kernel threads).
     pub cmdline: Vec<u8>,
     /// The command line was cut.
@@ -107,7 +107,7 @@ pub struct PsRow {
     /// Storage writes, bytes.
     pub write_bytes: u64,
     /// Command name.
-    pub comm: Comm,
+    pub comm: TaskName,
     /// Command line, arguments joined by spaces (`[comm]` for kernel threads).
     pub cmd: String,
     /// cgroup v2 path (or id when the path is unknown).
@@ -178,7 +178,7 @@ mod tests {
             state: b'S',
             cpu_ns: cpu,
             read_bytes: cpu / 10,
-            comm: Comm::from_str_lossy("x"),
+            comm: TaskName::from_str_lossy("x"),
             ..Default::default()
         }
     }
@@ -205,7 +205,7 @@ mod tests {
     #[test]
     fn command_lines() {
         let mut t = task(1, 1, 0);
-        t.comm = Comm::from_str_lossy("kworker/0:1");
+        t.comm = TaskName::from_str_lossy("kworker/0:1");
         assert_eq!(command_line(&t), "[kworker/0:1]");
         t.cmdline = b"/bin/sleep\x001000\x00".to_vec();
         assert_eq!(command_line(&t), "/bin/sleep 1000");

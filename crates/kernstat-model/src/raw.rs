@@ -34,6 +34,9 @@ impl Source {
 
 /// A task's command name (`comm`, at most 15 bytes plus NUL in the kernel).
 pub type Comm = ShortStr<16>;
+/// A task's name as /proc shows it: a kernel thread's full name can be longer than comm
+/// (up to 63 bytes), so `ps` carries this, while the bar's hot path keeps [`Comm`].
+pub type TaskName = ShortStr<64>;
 
 /// One process (thread group) as a source saw it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

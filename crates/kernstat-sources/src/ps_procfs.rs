@@ -16,7 +16,7 @@ use std::os::fd::OwnedFd;
 use rustix::fs::{openat, Mode, OFlags};
 
 use kernstat_model::ps::TaskRow;
-use kernstat_model::Comm;
+use kernstat_model::TaskName;
 
 use crate::file::{
     fields, keyed_value, lines, ns_per_tick, numeric_entries, open_dir, page_size, parse_i64,
@@ -276,7 +276,7 @@ pub fn parse_stat(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<TaskR
         return None;
     }
     let mut row = TaskRow {
-        comm: Comm::from_bytes(&data[open + 1..close]),
+        comm: TaskName::from_bytes(&data[open + 1..close]),
         ..Default::default()
     };
     let (mut utime, mut stime) = (0, 0);

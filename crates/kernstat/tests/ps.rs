@@ -82,6 +82,35 @@ fn a_known_process_matches_proc_in_every_column() {
 }
 
 #[test]
+fn kernel_threads_have_the_full_names_proc_shows() {
+    // comm holds 15 bytes; /proc shows a kernel thread's full name (up to 63), e.g.
+    // pool_workqueue_release or rcu_exp_par_gp_kthread_worker/0. Workqueue workers are
+    // the known exception: /proc appends the workqueue they serve (kworker/0:1-events).
+    for src in sources() {
+        let rows = json_rows(src);
+        let mut long = 0;
+        for r in rows.iter().filter(|r| r["kthread"] == true) {
+            let pid = r["pid"].as_u64().unwrap();
+            let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
+                continue; // gone since
+            };
+            let comm = comm.trim_end_matches('\n');
+            if comm.starts_with("kworker/") {
+                continue;
+            }
+            long += usize::from(comm.len() > 15);
+            assert_eq!(r["comm"], comm, "{src:?}: pid {pid}");
+            assert_eq!(r["cmd"], format!("[{comm}]"), "{src:?}: pid {pid}");
+        }
+        // Every kernel since 4.x has such threads (kthreadd's helpers, rcu workers).
+        assert!(
+            long > 0,
+            "{src:?}: no kernel thread with a long name to check"
+        );
+    }
+}
+
+#[test]
 fn pid_1_is_listed() {
     // Hidden from the task iterator by this sandbox's kernel; completed from /proc.
     for src in sources() {
@@ -308,7 +337,8 @@ fn a_pin_of_another_format_is_refused_not_misread() {
     hdr.extend_from_slice(&0x5350_534bu32.to_le_bytes());
     hdr.extend_from_slice(&99u32.to_le_bytes());
     hdr.extend_from_slice(&[0u8; 8]);
-    std::fs::write(dir.path().join("ps_cmdline_v1"), &hdr).unwrap();
+    let name = format!("ps_cmdline_v{}", kernstat_bpf::ps::VERSION);
+    std::fs::write(dir.path().join(name), &hdr).unwrap();
     let (code, out, err) = run(&["ps", "--json", "--pin-dir", dir.path().to_str().unwrap()]);
     assert_eq!(code, Some(0), "{err}");
     assert!(
