@@ -27,7 +27,11 @@ bench: build
 
 # Every parser of untrusted input, property-tested for as long as one wants (`make test`
 # runs the same properties with 256 cases each): make fuzz FUZZ_CASES=1000000
+# Release speed with overflow checks and debug assertions on (overflows on absurd input
+# are what these properties found; a plain release build would wrap silently).
 FUZZ_CASES ?= 20000
+fuzz: export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS = true
+fuzz: export CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS = true
 fuzz:
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-bpf --lib ps::tests
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --test server props
