@@ -29,7 +29,9 @@
 //!                                    events of a process that does nothing else. With
 //!                                    SPREAD_US, each side spins a pseudo-random 0..SPREAD_US
 //!                                    µs after waking its partner, which then waits that
-//!                                    long: latencies spread evenly instead of in peaks
+//!                                    long: latencies spread evenly instead of in peaks.
+//!                                    Both threads are SCHED_BATCH: a wake-up never
+//!                                    preempts the waker
 //!   ks-workload dstate               block in uninterruptible sleep (D): a vfork-style
 //!                                    clone whose child never execs ("ready CHILD_PID";
 //!                                    kill the child to release us)
@@ -254,6 +256,15 @@ impl Spread {
     }
 }
 
+/// SCHED_BATCH for the calling thread: a woken batch task never preempts the running
+/// one, so each wake-up waits for its waker to block (no preemption switches).
+fn batch_policy() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: 0 is the calling thread; a valid policy and parameter.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+    assert_eq!(rc, 0, "sched_setscheduler(SCHED_BATCH)");
+}
+
 fn pingpong(n: u64, spread_us: u64) -> ! {
     use std::io::Read;
     let (mut to_pong_r, mut to_pong_w) = std::io::pipe().expect("pipe");
@@ -261,6 +272,7 @@ fn pingpong(n: u64, spread_us: u64) -> ! {
     // Both threads exist before "go" and after "done" (the partner parks instead of
     // exiting), so a test can read every thread's /proc schedstat on both sides.
     std::thread::spawn(move || {
+        batch_policy();
         let mut spread = Spread(0x9e37_79b9_7f4a_7c15, spread_us);
         let mut b = [0u8; 1];
         for _ in 0..n {
@@ -272,6 +284,7 @@ fn pingpong(n: u64, spread_us: u64) -> ! {
             std::thread::park();
         }
     });
+    batch_policy();
     wait_for_go();
     let mut spread = Spread(0x2545_f491_4f6c_dd1d, spread_us);
     let mut b = [0u8; 1];
