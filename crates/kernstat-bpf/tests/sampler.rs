@@ -145,8 +145,7 @@ fn machine_cpu_percent_matches_proc_stat_under_load() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let (ours, theirs) = busy_over(&mut s, Duration::from_secs(2));
-    let _ = load.kill();
-    let _ = load.wait();
+    kernstat_testkit::terminate(&mut load);
     assert!(
         (ours - theirs).abs() <= 3.0,
         "ours {ours:.1}%, /proc/stat {theirs:.1}%"
@@ -172,8 +171,7 @@ fn a_fork_storm_still_adds_up() {
     std::thread::sleep(Duration::from_millis(500));
     let started = Instant::now();
     let (ours, theirs) = busy_over(&mut s, Duration::from_secs(2));
-    let _ = load.kill();
-    let _ = load.wait();
+    kernstat_testkit::terminate(&mut load);
     assert!(
         started.elapsed() < Duration::from_secs(9),
         "storm ran during the window"

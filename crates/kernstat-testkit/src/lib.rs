@@ -286,6 +286,14 @@ impl Drop for Gated {
     }
 }
 
+/// Stops a load generator and its workers: SIGTERM (stress-ng then stops its workers;
+/// SIGKILL would orphan them to spin on beside the next tests), then reaps it.
+pub fn terminate(child: &mut std::process::Child) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+}
+
 /// The processes whose parent is `pid`, by pid.
 pub fn children_of(pid: u32) -> Vec<u32> {
     let mut kids: Vec<u32> = std::fs::read_dir("/proc")

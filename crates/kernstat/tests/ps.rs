@@ -257,9 +257,7 @@ fn cpu_percent_over_an_interval() {
             "{src:?}: {pct}% over 1 s, while the worker ran {used} ns in {span} ns"
         );
     }
-    // SAFETY: signalling our own child; stress-ng stops its workers on SIGTERM.
-    unsafe { libc::kill(load.id() as i32, libc::SIGTERM) };
-    let _ = load.wait();
+    kernstat_testkit::terminate(&mut load);
 }
 
 #[test]
