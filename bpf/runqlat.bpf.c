@@ -168,44 +168,52 @@ static __always_inline __u32 key_of(struct task_struct *p)
 	}
 }
 
-static __always_inline void enqueue(struct task_struct *p, __u64 now)
+/* p (accepted) is on a run queue from `now`. */
+static __always_inline void stamp(struct task_struct *p, __u64 now)
 {
-	__u64 *ts;
+	__u64 *ts = bpf_task_storage_get(&start_ts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 
-	if (!accept(p))
-		return;
-	ts = bpf_task_storage_get(&start_ts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (ts)
 		*ts = now;
+}
+
+/* The filter first: a task nobody traces costs no clock read. */
+static __always_inline void enqueue(struct task_struct *p)
+{
+	if (accept(p))
+		stamp(p, bpf_ktime_get_ns());
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(rq_wakeup, struct task_struct *p)
 {
-	enqueue(p, bpf_ktime_get_ns());
+	enqueue(p);
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(rq_wakeup_new, struct task_struct *p)
 {
-	enqueue(p, bpf_ktime_get_ns());
+	enqueue(p);
 	return 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(rq_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	/* One clock read per switch, taken first: prev leaves the CPU and next gets it
-	 * at the same instant. Reading the clock for next after enqueueing prev (as
-	 * libbpf-tools does) adds the enqueue's own cost to every latency measured at a
-	 * preemption: up to ~1 us with the raw_tp flavour's hash insert, measured with a
-	 * pinned ping-pong against the tp_btf flavour (tests/runqlat.rs). */
-	__u64 now = bpf_ktime_get_ns(), *ts, t;
+	/* At most one clock read per switch, and only when a traced task is involved:
+	 * prev leaves the CPU and next gets it at the same instant. Reading the clock for
+	 * next after enqueueing prev (as libbpf-tools does) adds the enqueue's own cost to
+	 * every latency measured at a preemption: up to ~1 us with the raw_tp flavour's
+	 * hash insert, measured with a pinned ping-pong against the tp_btf flavour
+	 * (tests/runqlat.rs). */
+	__u64 now = 0, *ts, t;
 
 	/* Preempted, not sleeping: back on the run queue from now. */
-	if (ks_task_state(prev) == TASK_RUNNING)
-		enqueue(prev, now);
+	if (ks_task_state(prev) == TASK_RUNNING && accept(prev)) {
+		now = bpf_ktime_get_ns();
+		stamp(prev, now);
+	}
 	if (!next->pid)
 		return 0;
 	ts = bpf_task_storage_get(&start_ts, next, 0, 0);
@@ -213,6 +221,8 @@ int BPF_PROG(rq_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	t = *ts;
 	*ts = 0;
+	if (!now)
+		now = bpf_ktime_get_ns();
 	record(key_of(next), now - t);
 	return 0;
 }
@@ -251,38 +261,43 @@ static __always_inline __u32 key_of_raw(struct task_struct *p, __u32 pid)
 	}
 }
 
-static __always_inline void enqueue_raw(struct task_struct *p, __u64 now)
+/* Whether p is traced; then it is on a run queue from the clock read here, which
+ * is returned (0: not traced, no clock read). */
+static __always_inline __u64 enqueue_raw(struct task_struct *p)
 {
 	__u32 pid = BPF_CORE_READ(p, pid);
+	__u64 now;
 
 	if (!accept_raw(p, pid))
-		return;
+		return 0;
+	now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&start_by_tid, &pid, &now, BPF_ANY);
+	return now;
 }
 
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(rq_wakeup_raw, struct task_struct *p)
 {
-	enqueue_raw(p, bpf_ktime_get_ns());
+	enqueue_raw(p);
 	return 0;
 }
 
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(rq_wakeup_new_raw, struct task_struct *p)
 {
-	enqueue_raw(p, bpf_ktime_get_ns());
+	enqueue_raw(p);
 	return 0;
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(rq_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	/* One clock read per switch, first: see rq_switch. */
-	__u64 now = bpf_ktime_get_ns(), *tsp, t;
+	/* At most one clock read per switch, before the enqueue: see rq_switch. */
+	__u64 now = 0, *tsp, t;
 	__u32 pid = BPF_CORE_READ(next, pid);
 
 	if (ks_task_state_probe(prev) == TASK_RUNNING)
-		enqueue_raw(prev, now);
+		now = enqueue_raw(prev);
 	if (!pid)
 		return 0;
 	tsp = bpf_map_lookup_elem(&start_by_tid, &pid);
@@ -290,6 +305,8 @@ int BPF_PROG(rq_switch_raw, bool preempt, struct task_struct *prev, struct task_
 		return 0;
 	t = *tsp;
 	bpf_map_delete_elem(&start_by_tid, &pid);
+	if (!now)
+		now = bpf_ktime_get_ns();
 	record(key_of_raw(next, pid), now - t);
 	return 0;
 }

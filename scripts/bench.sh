@@ -141,10 +141,29 @@ section_ps() {
 }
 
 # ns per event of each named program (bpftool prog show, with bpf_stats_enabled).
+# Mean run time of the BPF programs named $1 that process $2 holds ("N ns x COUNT"),
+# found by the prog_id of its descriptors in /proc/PID/fdinfo. By owner: a machine can
+# carry other programs of the same name (this VM has a long-lived `sched_switch` that is
+# neither tool's). Without $2, every program of that name.
 prog_ns() {
-  bpftool prog show -j 2>/dev/null | tr '}' '\n' | grep -E "\"name\":\"$1\"" |
-    sed -E 's/.*"run_time_ns":([0-9]+).*"run_cnt":([0-9]+).*/\1 \2/' |
-    awk '{t+=$1; c+=$2} END {if (c) printf "%.0f ns x %d", t/c, c; else print "n/a"}'
+  bpftool prog show -j 2>/dev/null | python3 -c '
+import glob, json, sys
+name = sys.argv[1]
+ids = None
+if len(sys.argv) > 2 and sys.argv[2]:
+    ids = set()
+    for f in glob.glob(f"/proc/{sys.argv[2]}/fdinfo/*"):
+        try:
+            for line in open(f):
+                if line.startswith("prog_id:"):
+                    ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+t = c = 0
+for p in json.load(sys.stdin):
+    if p.get("name") == name and (ids is None or p.get("id") in ids):
+        t += p.get("run_time_ns", 0); c += p.get("run_cnt", 0)
+print(f"{t / c:.0f} ns x {c}" if c else "n/a")' "$@"
 }
 
 section_runqlat() {
@@ -160,8 +179,8 @@ section_runqlat() {
   stress-ng --cpu 4 --timeout 8 >/dev/null 2>&1 &
   perf bench sched pipe -l 400000 >/dev/null 2>&1 &
   sleep 8
-  echo "sched_switch:  kernstat $(prog_ns rq_switch)   libbpf-tools $(prog_ns sched_switch)"
-  echo "sched_wakeup:  kernstat $(prog_ns rq_wakeup)   libbpf-tools $(prog_ns sched_wakeup)"
+  echo "sched_switch:  kernstat $(prog_ns rq_switch $b)   libbpf-tools $(prog_ns sched_switch $a)"
+  echo "sched_wakeup:  kernstat $(prog_ns rq_wakeup $b)   libbpf-tools $(prog_ns sched_wakeup $a)"
   wait $a $b 2>/dev/null
   wait
   sysctl -qw kernel.bpf_stats_enabled=0

@@ -25,14 +25,22 @@ pub fn user_socket() -> PathBuf {
 /// [`crate::runtime`]) is not looked into: the error says why, and callers carry on
 /// without a daemon.
 pub fn default_socket() -> Result<PathBuf, crate::runtime::UnsafeDir> {
-    let user = user_socket();
-    if let Some(dir) = user.parent() {
-        crate::runtime::check_existing(dir)?;
+    choose_socket(user_socket(), Path::new(SYSTEM_SOCKET))
+}
+
+fn choose_socket(user: PathBuf, system: &Path) -> Result<PathBuf, crate::runtime::UnsafeDir> {
+    // The system daemon's directory belongs to its --user once it runs (it must remove
+    // its socket), and for root without XDG_RUNTIME_DIR it is also the user socket's:
+    // there the peer check (root listened on it) is the guard, not the owner.
+    if user != system {
+        if let Some(dir) = user.parent() {
+            crate::runtime::check_existing(dir)?;
+        }
     }
-    Ok(if user.exists() || !Path::new(SYSTEM_SOCKET).exists() {
+    Ok(if user.exists() || !system.exists() {
         user
     } else {
-        PathBuf::from(SYSTEM_SOCKET)
+        system.to_path_buf()
     })
 }
 
@@ -188,5 +196,27 @@ impl Iterator for Watch {
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => None,
             Err(e) => Some(Err(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn an_untrusted_user_directory_is_refused_but_not_the_system_sockets() {
+        let t = tempfile::tempdir().unwrap();
+        let open = t.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let sock = open.join("sock");
+        // A user socket in a directory others can write: refused, whatever the system
+        // socket is.
+        let e = choose_socket(sock.clone(), &t.path().join("elsewhere/sock")).unwrap_err();
+        assert_eq!(e.why, "is writable by others");
+        // The same path as the system socket (root, no XDG_RUNTIME_DIR): used; the
+        // peer check on connect decides.
+        assert_eq!(choose_socket(sock.clone(), &sock).unwrap(), sock);
     }
 }
