@@ -152,6 +152,16 @@ pub fn check_existing(dir: &Path) -> Result<bool, UnsafeDir> {
     }
 }
 
+/// "PATH WHY; refusing to use it", as PermissionDenied (the one wording for a place
+/// kernstat does not trust, directory or file).
+fn refusal(path: &Path, why: String) -> io::Error {
+    UnsafeDir {
+        path: path.to_path_buf(),
+        why,
+    }
+    .into()
+}
+
 /// Opens a file in a prepared runtime directory without following a symbolic link, and
 /// refuses anything that is not a regular file owned by this user (a FIFO would block
 /// a reader; a device or a link to one would feed it anything). `flags` add to
@@ -167,10 +177,7 @@ pub fn open_private_file(path: &Path, flags: OFlags, mode: u32) -> io::Result<Ow
     .map_err(|e| {
         let e = io::Error::from(e);
         if e.raw_os_error() == Some(libc::ELOOP) {
-            io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!("{} is a symbolic link; refusing to use it", path.display()),
-            )
+            refusal(path, "is a symbolic link".into())
         } else {
             e
         }
@@ -178,23 +185,10 @@ pub fn open_private_file(path: &Path, flags: OFlags, mode: u32) -> io::Result<Ow
     let st = rustix::fs::fstat(fd.as_fd())?;
     let kind = rustix::fs::FileType::from_raw_mode(st.st_mode);
     if kind != rustix::fs::FileType::RegularFile {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "{} is not a regular file ({kind:?}); refusing to use it",
-                path.display()
-            ),
-        ));
+        return Err(refusal(path, format!("is not a regular file ({kind:?})")));
     }
     if st.st_uid != euid() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "{} belongs to uid {}; refusing to use it",
-                path.display(),
-                st.st_uid
-            ),
-        ));
+        return Err(refusal(path, format!("belongs to uid {}", st.st_uid)));
     }
     Ok(fd)
 }
