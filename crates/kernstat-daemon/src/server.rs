@@ -1,9 +1,8 @@
 //! The daemon's state and its Unix-socket server.
 //!
-//! `Daemon` owns the cache, the update channel that feeds `watch` streams, and the git
-//! providers (computed off the async threads, refreshed by inotify and a poll timer,
-//! forgotten when nobody has asked for a minute, backed off when they fail). The system
-//! sampler lives outside (it needs BPF) and calls `publish_system` each tick.
+//! `Daemon` owns the cache, the update channel that feeds `watch` streams, and the
+//! path-scoped providers' schedules (providers/git/schedule.rs). The system sampler
+//! lives outside (it needs BPF) and calls `publish_system` each tick.
 //!
 //! The server is mini-redis shaped: an accept loop with a connection cap and a peer
 //! check, one task per connection, `serve(listener, daemon, shutdown)`. A connection
@@ -11,21 +10,20 @@
 //! pipelined requests are written together, in one write. A client that stops reading only stalls its
 //! own task, and a watch stream that cannot be written for 10 s (configurable) is dropped.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kernstat_model::Model;
-use notify::{RecursiveMode, Watcher};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{broadcast, Semaphore};
 
 use crate::cache::{Cache, Entry};
 use crate::protocol::{self, Code, Request, MAX_REQUEST, PROTOCOL_VERSION};
-use crate::providers::{basic, git, system};
+use crate::providers::git::schedule::{Counts, GitPaths};
+use crate::providers::{basic, system};
 
 /// What changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,42 +71,6 @@ impl Default for Config {
     }
 }
 
-struct GitPath {
-    _watcher: Option<notify::RecommendedWatcher>,
-    failures: u32,
-    retry_at: Instant,
-    /// Someone asked for a count key: only then are the counts kept fresh (they cost
-    /// CPU, and gix's code and buffers resident memory).
-    wants_counts: bool,
-    /// The counts (ahead/behind, status) are being computed.
-    counts_busy: bool,
-    /// Not before then: a count that took T waits 50 T before the next, so that a
-    /// huge repository costs at most ~2 % of a core however often it changes.
-    counts_next: Instant,
-}
-
-impl GitPath {
-    fn new(watcher: Option<notify::RecommendedWatcher>, now: Instant) -> Self {
-        GitPath {
-            _watcher: watcher,
-            failures: 0,
-            retry_at: now,
-            wants_counts: false,
-            counts_busy: false,
-            counts_next: now,
-        }
-    }
-}
-
-/// What a git refresh does about the slow keys (ahead/behind and status counts).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Counts {
-    /// Start them in the background if they are due.
-    Spawn,
-    /// Compute them before returning (a client is waiting for one of them).
-    Await,
-}
-
 /// What `refresh` of system keys calls (wakes the sampler).
 pub type RefreshHook = Arc<dyn Fn() + Send + Sync>;
 
@@ -122,9 +84,7 @@ pub struct Daemon {
     requests: AtomicU64,
     clients: AtomicU64,
     refresh: Mutex<Option<RefreshHook>>,
-    git: Mutex<HashMap<String, GitPath>>,
-    git_changed: tokio::sync::mpsc::UnboundedSender<String>,
-    git_changes: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
+    pub(crate) git: GitPaths,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -136,14 +96,13 @@ impl std::fmt::Debug for Daemon {
 }
 
 fn known_key(key: &str) -> bool {
-    crate::providers::all_keys().any(|(k, _)| *k == key)
+    crate::providers::is_known(key)
 }
 
 impl Daemon {
     /// A daemon with an empty cache (basic facts published).
     pub fn new(config: Config) -> Arc<Self> {
         let (events, _) = broadcast::channel(256);
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let d = Arc::new(Daemon {
             cache: Cache::new(),
             config,
@@ -152,9 +111,7 @@ impl Daemon {
             requests: AtomicU64::new(0),
             clients: AtomicU64::new(0),
             refresh: Mutex::new(None),
-            git: Mutex::new(HashMap::new()),
-            git_changed: tx,
-            git_changes: Mutex::new(Some(rx)),
+            git: GitPaths::default(),
         });
         basic::publish(&d.cache);
         d
@@ -200,7 +157,7 @@ impl Daemon {
             "keys": self.cache.len(),
             "clients": self.clients.load(Ordering::Relaxed),
             "requests": self.requests.load(Ordering::Relaxed),
-            "git_paths": self.git.lock().map(|g| g.len()).unwrap_or(0),
+            "git_paths": self.git.len(),
         });
         serde_json::to_vec(&v).unwrap_or_default()
     }
@@ -211,165 +168,25 @@ impl Daemon {
             && e.updated.elapsed() > self.config.interval * 3 + Duration::from_secs(1)
     }
 
-    /// Recomputes the git keys of `path` (off the async threads), starts watching the
-    /// repository the first time, and wakes watchers; the slow counts follow in the
-    /// background.
+    /// The daemon's settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Wakes the watchers of what changed.
+    pub(crate) fn notify(&self, ev: Event) {
+        let _ = self.events.send(ev);
+    }
+
+    /// Recomputes the git keys of `path` now (see [`GitPaths::refresh`]); the slow
+    /// counts follow in the background.
     pub async fn refresh_git(self: &Arc<Self>, path: &str) {
-        self.refresh_git_with(path, Counts::Spawn).await
+        self.git.refresh(self, path, Counts::Spawn).await
     }
 
-    async fn refresh_git_with(self: &Arc<Self>, path: &str, counts: Counts) {
-        let p = PathBuf::from(path);
-        let result = tokio::task::spawn_blocking(move || git::read(&p)).await;
-        let now = Instant::now();
-        let mut count_now = None;
-        match result {
-            Ok(Ok(info)) => {
-                for (k, v) in git::values(&info) {
-                    self.cache.put(k, Some(path), v);
-                }
-                let mut g = self.git.lock().expect("git lock");
-                let entry = g
-                    .entry(path.to_string())
-                    .or_insert_with(|| GitPath::new(self.watch_repo(path, &info), now));
-                entry.failures = 0;
-                entry.retry_at = now;
-                if counts == Counts::Await {
-                    entry.wants_counts = true;
-                }
-                let due =
-                    counts == Counts::Await || (entry.wants_counts && entry.counts_next <= now);
-                if due && !entry.counts_busy {
-                    entry.counts_busy = true;
-                    count_now = Some(info);
-                }
-            }
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-                // Not a repository: every key is null (a prompt asks again and again).
-                for (k, _) in git::GIT_KEYS {
-                    self.cache.put(k, Some(path), b"null".to_vec());
-                }
-                self.git
-                    .lock()
-                    .expect("git lock")
-                    .entry(path.to_string())
-                    .or_insert_with(|| GitPath::new(None, now));
-            }
-            _ => {
-                // Failing: back off 2 s, 4 s ... up to a minute.
-                let mut g = self.git.lock().expect("git lock");
-                let e = g
-                    .entry(path.to_string())
-                    .or_insert_with(|| GitPath::new(None, now));
-                e.failures += 1;
-                e.retry_at = now + Duration::from_secs(1u64 << e.failures.min(6));
-            }
-        }
-        let _ = self.events.send(Event::Path(path.into()));
-        if let Some(info) = count_now {
-            match counts {
-                Counts::Await => self.refresh_counts(path.to_string(), info).await,
-                Counts::Spawn => {
-                    tokio::spawn(self.clone().refresh_counts_owned(path.to_string(), info));
-                }
-            }
-        }
-    }
-
-    async fn refresh_counts_owned(self: Arc<Self>, path: String, info: git::GitInfo) {
-        self.refresh_counts(path, info).await
-    }
-
-    /// Computes ahead/behind and the status counts with gix, off the async threads.
-    async fn refresh_counts(self: &Arc<Self>, path: String, info: git::GitInfo) {
-        let t0 = Instant::now();
-        let result = tokio::task::spawn_blocking(move || git::counts(&info)).await;
-        let took = t0.elapsed();
-        match result {
-            Ok(Ok(c)) => {
-                for (k, v) in git::count_values(&c) {
-                    self.cache.put(k, Some(&path), v);
-                }
-            }
-            _ => {
-                // The file-only keys stand; the counts say they are unknown.
-                for k in git::COUNT_KEYS {
-                    self.cache.put(k, Some(&path), b"null".to_vec());
-                }
-            }
-        }
-        if let Some(e) = self.git.lock().expect("git lock").get_mut(&path) {
-            e.counts_busy = false;
-            e.counts_next = Instant::now() + took * 50;
-        }
-        let _ = self.events.send(Event::Path(path.as_str().into()));
-    }
-
-    fn watch_repo(&self, path: &str, info: &git::GitInfo) -> Option<notify::RecommendedWatcher> {
-        let tx = self.git_changed.clone();
-        let key = path.to_string();
-        let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if res.is_ok() {
-                let _ = tx.send(key.clone());
-            }
-        })
-        .ok()?;
-        w.watch(&info.git_dir, RecursiveMode::NonRecursive).ok()?;
-        for sub in ["refs", "logs"] {
-            let d = info.common_dir.join(sub);
-            if d.exists() {
-                let _ = w.watch(&d, RecursiveMode::Recursive);
-            }
-        }
-        if info.common_dir != info.git_dir {
-            let _ = w.watch(&info.common_dir, RecursiveMode::NonRecursive);
-        }
-        Some(w)
-    }
-
-    /// Background work: inotify-triggered git refreshes (coalesced), the poll timer,
-    /// dropping idle paths.
+    /// Background work of the providers (git's inotify events, poll timer, idle paths).
     pub async fn run_providers(self: Arc<Self>) {
-        let Some(mut changes) = self.git_changes.lock().ok().and_then(|mut c| c.take()) else {
-            return;
-        };
-        let mut tick = tokio::time::interval(self.config.poll_every);
-        loop {
-            tokio::select! {
-                Some(path) = changes.recv() => {
-                    // Coalesce a burst of events (git writes several files per operation).
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    let mut paths = vec![path];
-                    while let Ok(p) = changes.try_recv() {
-                        paths.push(p);
-                    }
-                    paths.sort();
-                    paths.dedup();
-                    for p in paths {
-                        self.refresh_git(&p).await;
-                    }
-                }
-                _ = tick.tick() => {
-                    let now = Instant::now();
-                    let paths: Vec<(String, bool)> = self
-                        .git
-                        .lock()
-                        .map(|g| g.iter().map(|(p, e)| (p.clone(), e.retry_at <= now)).collect())
-                        .unwrap_or_default();
-                    for (p, due) in paths {
-                        let idle = self.cache.idle_ms("git.branch", Some(&p)).unwrap_or(u64::MAX);
-                        if idle >= self.config.idle_after.as_millis() as u64 {
-                            if let Ok(mut g) = self.git.lock() {
-                                g.remove(&p);
-                            }
-                            self.cache.forget_path(&p);
-                        } else if due {
-                            self.refresh_git(&p).await;
-                        }
-                    }
-                }
-            }
-        }
+        GitPaths::run(self).await
     }
 
     async fn value(self: &Arc<Self>, key: &str, path: Option<&str>) -> Option<Arc<Entry>> {
@@ -378,12 +195,7 @@ impl Daemon {
                 if let Some(e) = self.cache.get(key, Some(p)) {
                     return Some(e);
                 }
-                let counts = if git::COUNT_KEYS.contains(&key) {
-                    Counts::Await
-                } else {
-                    Counts::Spawn
-                };
-                self.refresh_git_with(p, counts).await;
+                self.git.refresh(self, p, Counts::for_key(key)).await;
                 self.cache.get(key, Some(p))
             }
             _ => self.cache.get(key, None),
@@ -427,7 +239,7 @@ impl Daemon {
                 match (key, path) {
                     (Some(k), Some(p)) if k.starts_with("git.") => {
                         // Asked for: the counts too, now, whatever their schedule.
-                        self.refresh_git_with(p, Counts::Await).await
+                        self.git.refresh(self, p, Counts::Await).await
                     }
                     _ => {
                         if let Some(hook) = self.refresh.lock().ok().and_then(|r| r.clone()) {

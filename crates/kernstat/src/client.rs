@@ -150,7 +150,7 @@ fn value_reply(json: &[u8]) -> Reply {
 /// repository's files, host facts from uname and sysinfo, system metrics from /proc
 /// (rates over a 250 ms window).
 fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
-    if !providers::all_keys().any(|(k, _)| *k == key) {
+    if !providers::is_known(key) {
         return Ok(Reply {
             ok: false,
             code: Some("unknown_key".into()),
@@ -188,7 +188,7 @@ fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
         })?;
         let (mut a, mut b) = (RawSample::default(), RawSample::default());
         c.sample(&mut a)?;
-        if system::is_rate(key) {
+        if system::metric_of(key).is_some_and(|m| m.kind == system::Kind::Rate) {
             std::thread::sleep(DIRECT_WINDOW);
         }
         c.sample(&mut b)?;

@@ -7,9 +7,15 @@ pub mod system;
 
 /// Every key the daemon can serve, with its meaning (the `list` op returns the ones
 /// that have values; this is the documentation).
-pub fn all_keys() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
-    system::SYSTEM_KEYS
+pub fn all_keys() -> impl Iterator<Item = (&'static str, &'static str)> {
+    system::METRICS
         .iter()
-        .chain(basic::BASIC_KEYS)
-        .chain(git::GIT_KEYS)
+        .map(|m| (m.key, m.help))
+        .chain(basic::BASIC_KEYS.iter().copied())
+        .chain(git::GIT_KEYS.iter().copied())
+}
+
+/// Whether `key` is one the daemon can serve.
+pub fn is_known(key: &str) -> bool {
+    all_keys().any(|(k, _)| k == key)
 }

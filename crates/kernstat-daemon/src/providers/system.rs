@@ -1,172 +1,472 @@
 //! System metrics: every figure of the sampler's model published as its own key, plus
 //! the whole snapshot (for `kernstat bar --daemon`). Keys for devices the machine lacks
 //! (battery, GPU, temperature...) are simply not published.
+//!
+//! One table, [`METRICS`], says everything about a key: its name, what it means, its
+//! unit, whether it is a rate (needs two samples some time apart), and how to read it
+//! from a model. Publishing, `kernstat get --list`, the direct (daemon-less) path, the
+//! documentation check and the Prometheus endpoint all read this table, so a key cannot
+//! be published without being documented, or documented without being published.
 
-use kernstat_model::Model;
+use kernstat_model::{Model, Top, TOP_N};
 use kernstat_render::SnapshotView;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::cache::Cache;
 
-fn put<T: Serialize + ?Sized>(cache: &Cache, key: &str, v: &T) {
-    if let Ok(json) = serde_json::to_vec(v) {
-        cache.put(key, None, json);
-    }
+/// Whether a value is a reading of one instant or needs two samples some time apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A reading of one instant (memory used, load average).
+    Instant,
+    /// A rate or a share of time over the sampling interval (CPU %, bytes/s).
+    Rate,
 }
 
-/// Every system key and its meaning (for `list` documentation and the README).
-pub const SYSTEM_KEYS: &[(&str, &str)] = &[
-    ("cpu.percent", "machine CPU busy %"),
-    ("cpu.cores", "busy % of each CPU"),
-    ("cpu.freq_mhz", "CPU frequency, MHz (where cpufreq exists)"),
-    ("cpu.temp_c", "CPU temperature, °C (where a sensor exists)"),
-    ("mem.used", "memory used, bytes (total - available)"),
-    ("mem.total", "memory total, bytes"),
-    ("mem.available", "memory available, bytes"),
-    ("mem.percent", "memory used %"),
-    ("swap.used", "swap used, bytes"),
-    ("swap.in_bps", "swap-in rate, bytes/s"),
-    ("swap.out_bps", "swap-out rate, bytes/s"),
-    ("load.one", "1-minute load average"),
-    ("load.five", "5-minute load average"),
-    ("load.fifteen", "15-minute load average"),
-    ("psi.cpu.some", "CPU pressure, some, avg10 %"),
-    ("psi.memory.some", "memory pressure, some, avg10 %"),
-    ("psi.memory.full", "memory pressure, full, avg10 %"),
-    ("psi.io.some", "I/O pressure, some, avg10 %"),
-    ("psi.io.full", "I/O pressure, full, avg10 %"),
-    ("procs.count", "processes"),
-    ("procs.blocked", "processes in D"),
-    ("procs.zombie", "zombie processes"),
-    ("tasks.count", "tasks (threads)"),
-    ("tasks.running", "tasks running or runnable"),
-    ("top.cpu", "top 5 processes by CPU % [{pid, comm, value}]"),
-    ("top.mem", "top 5 processes by resident memory, bytes"),
-    (
-        "top.io",
-        "top 5 processes by storage I/O, bytes/s (extra: write part)",
-    ),
-    ("gpu.busy", "GPU busy % (where a GPU exists)"),
-    ("gpu.freq_mhz", "GPU frequency, MHz"),
-    ("power.profile", "platform power profile"),
-    ("battery.percent", "battery charge %"),
-    ("battery.status", "Charging, Discharging, Full, ..."),
-    ("battery.power_w", "battery power draw, W"),
-    ("level", "alert level: normal, warning, critical"),
-    ("source", "bpf or procfs"),
-    (
-        "snapshot",
-        "every metric and process (the `kernstat snapshot --json` object)",
-    ),
-    (
-        "summary",
-        "the snapshot without the per-process list (what `bar --daemon` renders)",
-    ),
-];
-
-/// Whether `key` is a rate or a share of time, which takes two samples some time apart
-/// (the others are readings of one instant).
-pub fn is_rate(key: &str) -> bool {
-    key.starts_with("cpu.percent")
-        || key == "cpu.cores"
-        || key.ends_with("_bps")
-        || key.starts_with("top.")
-        || key == "gpu.busy"
-        || key == "level"
-        || key == "snapshot"
-        || key == "summary"
+/// What a value is measured in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Percent (0–100).
+    Percent,
+    /// Bytes.
+    Bytes,
+    /// Bytes per second.
+    BytesPerSecond,
+    /// Megahertz.
+    Megahertz,
+    /// Degrees Celsius.
+    Celsius,
+    /// Watts.
+    Watts,
+    /// A count (processes, tasks).
+    Count,
+    /// A load average (runnable + uninterruptible tasks).
+    Load,
+    /// A word from a small set (power profile, battery status, alert level).
+    Text,
+    /// A JSON list or object (see the help).
+    Json,
 }
 
-/// Two decimals, as /proc/loadavg prints load and as a prompt wants a percentage (the
-/// snapshot key keeps full precision).
+/// A value read from a model, serialised as the JSON clients receive.
+#[derive(Debug)]
+pub enum Value<'a> {
+    /// A floating-point figure, published with two decimals (as /proc/loadavg prints
+    /// load and as a prompt wants a percentage; the snapshot keeps full precision).
+    Rounded(f64),
+    /// A floating-point figure, published whole.
+    Float(f64),
+    /// A single-precision reading from sysfs, published as the driver gave it.
+    Single(f32),
+    /// An integer.
+    Int(u64),
+    /// A word.
+    Text(&'a str),
+    /// Per-CPU percentages (two decimals each).
+    PerCpu(&'a [f64]),
+    /// A top-N list.
+    Top(&'a Top<TOP_N>),
+    /// JSON made by the getter (snapshot, summary).
+    Json(Vec<u8>),
+}
+
 fn r2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
-/// Publishes one model.
-pub fn publish(cache: &Cache, m: &Model, sample_us: f64) {
-    put(cache, "cpu.percent", &r2(m.cpu_percent));
-    let cores: Vec<f64> = m.cores_percent.iter().map(|&c| r2(c)).collect();
-    put(cache, "cpu.cores", &cores);
-    if let Some(f) = m.hw.cpu_freq_mhz {
-        put(cache, "cpu.freq_mhz", &f);
-    }
-    if let Some(t) = m.hw.temp_c {
-        put(cache, "cpu.temp_c", &t);
-    }
-    put(cache, "mem.used", &m.mem.used_bytes);
-    put(cache, "mem.total", &m.mem.total_bytes);
-    put(cache, "mem.available", &m.mem.available_bytes);
-    put(cache, "mem.percent", &r2(m.mem.used_percent));
-    put(cache, "swap.used", &m.mem.swap_used_bytes);
-    put(cache, "swap.in_bps", &m.swap_in_bps.round());
-    put(cache, "swap.out_bps", &m.swap_out_bps.round());
-    put(cache, "load.one", &r2(m.load[0]));
-    put(cache, "load.five", &r2(m.load[1]));
-    put(cache, "load.fifteen", &r2(m.load[2]));
-    let psi = [
-        ("psi.cpu.some", m.psi.cpu_some),
-        ("psi.memory.some", m.psi.memory_some),
-        ("psi.memory.full", m.psi.memory_full),
-        ("psi.io.some", m.psi.io_some),
-        ("psi.io.full", m.psi.io_full),
-    ];
-    for (k, l) in psi {
-        if let Some(l) = l {
-            put(cache, k, &l.avg10);
+impl Value<'_> {
+    /// The figure as a number, for series that are one number (None for words, lists).
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Value::Rounded(v) | Value::Float(v) => Some(v),
+            Value::Single(v) => Some(v as f64),
+            Value::Int(v) => Some(v as f64),
+            _ => None,
         }
     }
-    put(cache, "procs.count", &m.process_count);
-    put(cache, "procs.blocked", &m.blocked_procs);
-    put(cache, "procs.zombie", &m.zombie_procs);
-    put(cache, "tasks.count", &m.task_count);
-    put(cache, "tasks.running", &m.running_tasks);
-    put(cache, "top.cpu", &m.top_cpu);
-    put(cache, "top.mem", &m.top_mem);
-    put(cache, "top.io", &m.top_io);
-    if let Some(g) = m.gpu_busy_percent {
-        put(cache, "gpu.busy", &r2(g));
-    }
-    if let Some(f) = m.hw.gpu.and_then(|g| g.freq_mhz) {
-        put(cache, "gpu.freq_mhz", &f);
-    }
-    if let Some(p) = m.hw.power_profile {
-        put(cache, "power.profile", p.as_str());
-    }
-    if let Some(b) = m.hw.battery {
-        put(cache, "battery.percent", &b.percent);
-        put(cache, "battery.status", b.status.as_str());
-        if let Some(w) = b.power_w {
-            put(cache, "battery.power_w", &w);
+
+    /// The JSON clients receive.
+    pub fn into_json(self) -> Vec<u8> {
+        match self {
+            Value::Json(j) => j,
+            v => serde_json::to_vec(&v).unwrap_or_else(|_| b"null".to_vec()),
         }
     }
-    put(cache, "level", m.level.as_str());
-    put(cache, "source", m.source.as_str());
-    put(
-        cache,
+}
+
+impl Serialize for Value<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Value::Rounded(v) => s.serialize_f64(r2(v)),
+            Value::Float(v) => s.serialize_f64(v),
+            Value::Single(v) => s.serialize_f32(v),
+            Value::Int(v) => s.serialize_u64(v),
+            Value::Text(t) => s.serialize_str(t),
+            Value::PerCpu(c) => s.collect_seq(c.iter().map(|&v| r2(v))),
+            Value::Top(t) => t.serialize(s),
+            Value::Json(ref j) => {
+                let v: serde_json::Value =
+                    serde_json::from_slice(j).map_err(serde::ser::Error::custom)?;
+                v.serialize(s)
+            }
+        }
+    }
+}
+
+/// What a getter reads: the model and how long its sample took.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample<'a> {
+    /// The model.
+    pub model: &'a Model,
+    /// Wall time of the sample, microseconds.
+    pub sample_us: f64,
+}
+
+/// One key.
+#[derive(Clone, Copy)]
+pub struct Metric {
+    /// The key clients ask for.
+    pub key: &'static str,
+    /// What it means (for `get --list`, the docs and Prometheus' HELP).
+    pub help: &'static str,
+    /// Its unit.
+    pub unit: Unit,
+    /// Instant reading or rate.
+    pub kind: Kind,
+    /// Its value in a sample; None when the machine lacks the device.
+    pub value: for<'a> fn(&Sample<'a>) -> Option<Value<'a>>,
+}
+
+impl std::fmt::Debug for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metric").field("key", &self.key).finish()
+    }
+}
+
+const fn metric(
+    key: &'static str,
+    help: &'static str,
+    unit: Unit,
+    kind: Kind,
+    value: for<'a> fn(&Sample<'a>) -> Option<Value<'a>>,
+) -> Metric {
+    Metric {
+        key,
+        help,
+        unit,
+        kind,
+        value,
+    }
+}
+
+fn snapshot_json(s: &Sample<'_>, model: &Model) -> Vec<u8> {
+    serde_json::to_vec(&SnapshotView {
+        model,
+        sample_us: s.sample_us,
+        self_cost_percent: None,
+    })
+    .unwrap_or_else(|_| b"null".to_vec())
+}
+
+use Kind::{Instant, Rate};
+use Value::{Int, Rounded};
+
+/// Every system key.
+pub const METRICS: &[Metric] = &[
+    metric(
+        "cpu.percent",
+        "machine CPU busy % (all CPUs = 100)",
+        Unit::Percent,
+        Rate,
+        |s| Some(Rounded(s.model.cpu_percent)),
+    ),
+    metric("cpu.cores", "busy % of each CPU", Unit::Json, Rate, |s| {
+        Some(Value::PerCpu(&s.model.cores_percent))
+    }),
+    metric(
+        "cpu.freq_mhz",
+        "CPU frequency, MHz (where cpufreq exists)",
+        Unit::Megahertz,
+        Instant,
+        |s| s.model.hw.cpu_freq_mhz.map(Value::Single),
+    ),
+    metric(
+        "cpu.temp_c",
+        "CPU temperature, °C (where a sensor exists)",
+        Unit::Celsius,
+        Instant,
+        |s| s.model.hw.temp_c.map(Value::Single),
+    ),
+    metric(
+        "mem.used",
+        "memory used, bytes (total - available)",
+        Unit::Bytes,
+        Instant,
+        |s| Some(Int(s.model.mem.used_bytes)),
+    ),
+    metric(
+        "mem.total",
+        "memory total, bytes",
+        Unit::Bytes,
+        Instant,
+        |s| Some(Int(s.model.mem.total_bytes)),
+    ),
+    metric(
+        "mem.available",
+        "memory available, bytes",
+        Unit::Bytes,
+        Instant,
+        |s| Some(Int(s.model.mem.available_bytes)),
+    ),
+    metric(
+        "mem.percent",
+        "memory used %",
+        Unit::Percent,
+        Instant,
+        |s| Some(Rounded(s.model.mem.used_percent)),
+    ),
+    metric("swap.used", "swap used, bytes", Unit::Bytes, Instant, |s| {
+        Some(Int(s.model.mem.swap_used_bytes))
+    }),
+    metric(
+        "swap.in_bps",
+        "swap-in rate, bytes/s",
+        Unit::BytesPerSecond,
+        Rate,
+        |s| Some(Value::Float(s.model.swap_in_bps.round())),
+    ),
+    metric(
+        "swap.out_bps",
+        "swap-out rate, bytes/s",
+        Unit::BytesPerSecond,
+        Rate,
+        |s| Some(Value::Float(s.model.swap_out_bps.round())),
+    ),
+    metric(
+        "load.one",
+        "1-minute load average",
+        Unit::Load,
+        Instant,
+        |s| Some(Rounded(s.model.load[0])),
+    ),
+    metric(
+        "load.five",
+        "5-minute load average",
+        Unit::Load,
+        Instant,
+        |s| Some(Rounded(s.model.load[1])),
+    ),
+    metric(
+        "load.fifteen",
+        "15-minute load average",
+        Unit::Load,
+        Instant,
+        |s| Some(Rounded(s.model.load[2])),
+    ),
+    metric(
+        "psi.cpu.some",
+        "CPU pressure, some, avg10 %",
+        Unit::Percent,
+        Instant,
+        |s| s.model.psi.cpu_some.map(|l| Value::Single(l.avg10)),
+    ),
+    metric(
+        "psi.memory.some",
+        "memory pressure, some, avg10 %",
+        Unit::Percent,
+        Instant,
+        |s| s.model.psi.memory_some.map(|l| Value::Single(l.avg10)),
+    ),
+    metric(
+        "psi.memory.full",
+        "memory pressure, full, avg10 %",
+        Unit::Percent,
+        Instant,
+        |s| s.model.psi.memory_full.map(|l| Value::Single(l.avg10)),
+    ),
+    metric(
+        "psi.io.some",
+        "I/O pressure, some, avg10 %",
+        Unit::Percent,
+        Instant,
+        |s| s.model.psi.io_some.map(|l| Value::Single(l.avg10)),
+    ),
+    metric(
+        "psi.io.full",
+        "I/O pressure, full, avg10 %",
+        Unit::Percent,
+        Instant,
+        |s| s.model.psi.io_full.map(|l| Value::Single(l.avg10)),
+    ),
+    metric("procs.count", "processes", Unit::Count, Instant, |s| {
+        Some(Int(s.model.process_count))
+    }),
+    metric(
+        "procs.blocked",
+        "processes in D",
+        Unit::Count,
+        Instant,
+        |s| Some(Int(s.model.blocked_procs)),
+    ),
+    metric(
+        "procs.zombie",
+        "zombie processes",
+        Unit::Count,
+        Instant,
+        |s| Some(Int(s.model.zombie_procs)),
+    ),
+    metric(
+        "tasks.count",
+        "tasks (threads)",
+        Unit::Count,
+        Instant,
+        |s| Some(Int(s.model.task_count)),
+    ),
+    metric(
+        "tasks.running",
+        "tasks running or runnable",
+        Unit::Count,
+        Instant,
+        |s| Some(Int(s.model.running_tasks)),
+    ),
+    metric(
+        "top.cpu",
+        "top 5 processes by CPU % [{pid, comm, value}]",
+        Unit::Json,
+        Rate,
+        |s| Some(Value::Top(&s.model.top_cpu)),
+    ),
+    metric(
+        "top.mem",
+        "top 5 processes by resident memory, bytes",
+        Unit::Json,
+        Rate,
+        |s| Some(Value::Top(&s.model.top_mem)),
+    ),
+    metric(
+        "top.io",
+        "top 5 processes by storage I/O, bytes/s (extra: write part)",
+        Unit::Json,
+        Rate,
+        |s| Some(Value::Top(&s.model.top_io)),
+    ),
+    metric(
+        "gpu.busy",
+        "GPU busy % (where a GPU exists)",
+        Unit::Percent,
+        Rate,
+        |s| s.model.gpu_busy_percent.map(Rounded),
+    ),
+    metric(
+        "gpu.freq_mhz",
+        "GPU frequency, MHz",
+        Unit::Megahertz,
+        Instant,
+        |s| {
+            s.model
+                .hw
+                .gpu
+                .and_then(|g| g.freq_mhz)
+                .map(|f| Int(f.into()))
+        },
+    ),
+    metric(
+        "power.profile",
+        "platform power profile",
+        Unit::Text,
+        Instant,
+        |s| {
+            s.model
+                .hw
+                .power_profile
+                .as_ref()
+                .map(|p| Value::Text(p.as_str()))
+        },
+    ),
+    metric(
+        "battery.percent",
+        "battery charge %",
+        Unit::Percent,
+        Instant,
+        |s| s.model.hw.battery.map(|b| Value::Single(b.percent)),
+    ),
+    metric(
+        "battery.status",
+        "Charging, Discharging, Full, ...",
+        Unit::Text,
+        Instant,
+        |s| {
+            s.model
+                .hw
+                .battery
+                .as_ref()
+                .map(|b| Value::Text(b.status.as_str()))
+        },
+    ),
+    metric(
+        "battery.power_w",
+        "battery power draw, W",
+        Unit::Watts,
+        Instant,
+        |s| {
+            s.model
+                .hw
+                .battery
+                .and_then(|b| b.power_w)
+                .map(Value::Single)
+        },
+    ),
+    metric(
+        "level",
+        "alert level: normal, warning, critical",
+        Unit::Text,
+        Rate,
+        |s| Some(Value::Text(s.model.level.as_str())),
+    ),
+    metric("source", "bpf or procfs", Unit::Text, Instant, |s| {
+        Some(Value::Text(s.model.source.as_str()))
+    }),
+    metric(
         "snapshot",
-        &SnapshotView {
-            model: m,
-            sample_us,
-            self_cost_percent: None,
-        },
-    );
-    // Bars need the aggregates and top lists, not every process: a tenth of the bytes
-    // to send and parse each tick.
-    let summary = Model {
-        procs: Vec::new(),
-        cores_percent: m.cores_percent.clone(),
-        ..*m
-    };
-    put(
-        cache,
+        "every metric and process (the `kernstat snapshot --json` object)",
+        Unit::Json,
+        Rate,
+        |s| Some(Value::Json(snapshot_json(s, s.model))),
+    ),
+    metric(
         "summary",
-        &SnapshotView {
-            model: &summary,
-            sample_us,
-            self_cost_percent: None,
+        "the snapshot without the per-process list (what `bar --daemon` renders)",
+        Unit::Json,
+        Rate,
+        |s| {
+            // Bars need the aggregates and top lists, not every process: a tenth of the
+            // bytes to send and parse each tick.
+            let summary = Model {
+                procs: Vec::new(),
+                cores_percent: s.model.cores_percent.clone(),
+                ..*s.model
+            };
+            Some(Value::Json(snapshot_json(s, &summary)))
         },
-    );
+    ),
+];
+
+/// The row of `key`, if it is a system key.
+pub fn metric_of(key: &str) -> Option<&'static Metric> {
+    METRICS.iter().find(|m| m.key == key)
+}
+
+/// Publishes one model: every key the machine has a value for.
+pub fn publish(cache: &Cache, m: &Model, sample_us: f64) {
+    let sample = Sample {
+        model: m,
+        sample_us,
+    };
+    for metric in METRICS {
+        if let Some(v) = (metric.value)(&sample) {
+            cache.put(metric.key, None, v.into_json());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -193,10 +493,53 @@ mod tests {
         assert_eq!(snap["cpu_percent"], 12.5);
         assert_eq!(snap["sample_us"], 42.0);
         for k in c.keys() {
-            assert!(
-                SYSTEM_KEYS.iter().any(|(n, _)| *n == k),
-                "{k} is documented"
-            );
+            assert!(metric_of(&k).is_some(), "{k} is in the table");
         }
+    }
+
+    #[test]
+    fn a_machine_with_every_device_publishes_every_key_of_the_table() {
+        use kernstat_model::raw::{BatterySample, GpuSample, PsiLine};
+        use kernstat_model::ShortStr;
+        let line = PsiLine {
+            avg10: 0.1,
+            ..Default::default()
+        };
+        let mut m = Model {
+            gpu_busy_percent: Some(3.333),
+            ..Default::default()
+        };
+        m.hw.temp_c = Some(45.5);
+        m.hw.cpu_freq_mhz = Some(2400.0);
+        m.hw.gpu = Some(GpuSample {
+            freq_mhz: Some(300),
+            ..Default::default()
+        });
+        m.hw.power_profile = Some(ShortStr::from_str_lossy("balanced"));
+        m.hw.battery = Some(BatterySample {
+            percent: 87.0,
+            status: ShortStr::from_str_lossy("Discharging"),
+            power_w: Some(7.1),
+        });
+        m.psi.cpu_some = Some(line);
+        m.psi.memory_some = Some(line);
+        m.psi.memory_full = Some(line);
+        m.psi.io_some = Some(line);
+        m.psi.io_full = Some(line);
+        let c = Cache::new();
+        publish(&c, &m, 1.0);
+        let mut published = c.keys();
+        published.sort();
+        let mut table: Vec<&str> = METRICS.iter().map(|m| m.key).collect();
+        table.sort();
+        assert_eq!(published, table);
+        // Readings from sysfs keep the driver's single-precision figure in JSON.
+        assert_eq!(&*c.get("battery.power_w", None).unwrap().json, b"7.1");
+        assert_eq!(&*c.get("psi.io.full", None).unwrap().json, b"0.1");
+        assert_eq!(&*c.get("gpu.busy", None).unwrap().json, b"3.33");
+        assert_eq!(
+            &*c.get("power.profile", None).unwrap().json,
+            b"\"balanced\""
+        );
     }
 }

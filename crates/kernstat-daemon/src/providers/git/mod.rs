@@ -14,6 +14,8 @@
 //! apart from the file-only keys, off the server's threads, and publishes them when
 //! done.
 
+pub mod schedule;
+
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
