@@ -18,6 +18,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "runqlat.h"
+#include "bits.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -77,26 +78,13 @@ struct {
 struct ks_rq_hist _ks_rq_hist_type = {};
 enum ks_rq_key_kind _ks_rq_key_kind_type = 0;
 
-static __always_inline __u32 log2_u64(__u64 v)
-{
-	__u32 r = 0, shift;
-
-	shift = (v > 0xFFFFFFFF) << 5; v >>= shift; r = shift;
-	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
-	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
-	r |= (v >> 1);
-	return r;
-}
-
 static __always_inline __u32 slot_of(__u64 v)
 {
 	__u32 e;
 
 	if (v < 8)
 		return v;
-	e = log2_u64(v);
+	e = ks_log2_u64(v);
 	if (e > KS_RQ_MAX_EXP)
 		return KS_RQ_SLOTS - 1;
 	return 8 + (e - 3) * 8 + ((v >> (e - 3)) & 7);

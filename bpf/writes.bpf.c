@@ -21,6 +21,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "writes.h"
+#include "bits.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -171,16 +172,8 @@ static __always_inline __u64 msg_total(const struct user_msghdr *msg)
 
 static __always_inline __u32 size_slot(__u64 v)
 {
-	__u32 r = 0;
+	__u32 r = ks_log2_u64(v);
 
-	for (int i = 0; i < 6; i++) {
-		__u32 shift = 32 >> i;
-
-		if (v >> shift) {
-			v >>= shift;
-			r += shift;
-		}
-	}
 	return r < KS_WR_SLOTS ? r : KS_WR_SLOTS - 1;
 }
 

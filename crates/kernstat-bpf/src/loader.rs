@@ -1,13 +1,16 @@
 //! What every collector needs before and around loading: a preflight that turns the usual
-//! reasons BPF cannot work (no BTF, no privileges) into one clear message, and capture of
+//! reasons BPF cannot work (no BTF, no privileges) into one clear message, capture of
 //! libbpf's log so that a failed load can say why without libbpf printing pages of
-//! verifier output on every run.
+//! verifier output on every run, and [`load_skel`], the one open-configure-load-attach
+//! sequence every collector goes through.
 
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::Mutex;
 
-use libbpf_rs::PrintLevel;
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{OpenObject, PrintLevel};
 
 /// Why a BPF collector could not be loaded. Callers fall back to procfs on any of these.
 #[derive(Debug, thiserror::Error)]
@@ -22,7 +25,7 @@ pub enum LoadError {
     #[error("{what}: {source}{}", Detail(detail))]
     Failed {
         /// What was being done.
-        what: &'static str,
+        what: String,
         /// The error libbpf returned.
         source: libbpf_rs::Error,
         /// The tail of libbpf's log (verifier messages), possibly empty.
@@ -122,10 +125,44 @@ pub fn log_tail(lines: usize) -> String {
 }
 
 /// Wraps a libbpf error with what was being done and the log tail.
-pub fn failed(what: &'static str, source: libbpf_rs::Error) -> LoadError {
+pub fn failed(what: impl Into<String>, source: libbpf_rs::Error) -> LoadError {
     LoadError::Failed {
-        what,
+        what: what.into(),
         source,
         detail: log_tail(8),
     }
+}
+
+/// Every collector's way in: the preflight, libbpf's log captured, the skeleton opened,
+/// `configure` run on the open skeleton (autoload choices, rodata filters), loaded
+/// (verified) and attached. Errors name `collector` and the stage that failed.
+///
+/// A libbpf-rs skeleton borrows the storage of its `OpenObject` for its whole life.
+/// That storage is one small allocation (the object itself is closed when the skeleton
+/// drops): it is leaked rather than made self-referential, one per load, and a process
+/// loads each collector once (or once per switch-on in an interactive view).
+pub fn load_skel<B, O, S>(
+    builder: B,
+    collector: &'static str,
+    configure: impl FnOnce(&mut O) -> Result<(), LoadError>,
+) -> Result<S, LoadError>
+where
+    B: SkelBuilder<'static, Output = O>,
+    O: OpenSkel<'static, Output = S>,
+    S: Skel<'static>,
+{
+    preflight()?;
+    capture_libbpf_log();
+    clear_log();
+    let object: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
+    let mut open = builder
+        .open(object)
+        .map_err(|e| failed(format!("opening {collector}"), e))?;
+    configure(&mut open)?;
+    let mut skel = open
+        .load()
+        .map_err(|e| failed(format!("loading {collector}"), e))?;
+    skel.attach()
+        .map_err(|e| failed(format!("attaching {collector}"), e))?;
+    Ok(skel)
 }

@@ -8,18 +8,17 @@
 
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::mem::{size_of, MaybeUninit};
+use std::mem::size_of;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::ptr;
 
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{Iter, OpenObject};
+use libbpf_rs::Iter;
 
 use kernstat_model::ps::TaskRow;
 use kernstat_model::TaskName;
 
-use crate::loader::{capture_libbpf_log, clear_log, failed, preflight, LoadError};
+use crate::loader::{failed, load_skel, LoadError};
 use crate::skel::ps::types::{ks_ps_flags, ks_ps_rec, ks_ps_stream};
 use crate::skel::ps::{PsSkel, PsSkelBuilder};
 
@@ -89,23 +88,12 @@ impl std::fmt::Debug for PsReader {
 }
 
 /// Loads the program(s) asked for: `light` (no command lines) and/or `cmdline`.
-fn load_skel(light: bool, cmdline: bool) -> Result<PsSkel<'static>, LoadError> {
-    preflight()?;
-    capture_libbpf_log();
-    clear_log();
-    // One skeleton per process: its OpenObject is leaked rather than made self-referential.
-    let object: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-    let mut open = PsSkelBuilder::default()
-        .open(object)
-        .map_err(|e| failed("opening the ps iterator", e))?;
-    open.progs.ps_tasks.set_autoload(light);
-    open.progs.ps_tasks_cmdline.set_autoload(cmdline);
-    let mut skel = open
-        .load()
-        .map_err(|e| failed("loading the ps iterator", e))?;
-    skel.attach()
-        .map_err(|e| failed("attaching the ps iterator", e))?;
-    Ok(skel)
+fn load_iterator(light: bool, cmdline: bool) -> Result<PsSkel<'static>, LoadError> {
+    load_skel(PsSkelBuilder::default(), "the ps iterator", |open| {
+        open.progs.ps_tasks.set_autoload(light);
+        open.progs.ps_tasks_cmdline.set_autoload(cmdline);
+        Ok(())
+    })
 }
 
 impl PsReader {
@@ -113,7 +101,7 @@ impl PsReader {
     /// lines or without.
     pub fn load(cmdline: bool) -> Result<Self, LoadError> {
         Ok(PsReader {
-            source: Source::Loaded(Box::new(load_skel(!cmdline, cmdline)?), cmdline),
+            source: Source::Loaded(Box::new(load_iterator(!cmdline, cmdline)?), cmdline),
             buf: Vec::with_capacity(256 * 1024),
         })
     }
@@ -320,7 +308,7 @@ fn bpffs_root(dir: &Path) -> PathBuf {
 /// 0444; `dir` 0755), mounting bpffs if needed. Existing pins of the same version are
 /// replaced. Returns the pins' paths.
 pub fn pin(dir: &Path) -> Result<Vec<PathBuf>, PinError> {
-    let mut skel = load_skel(true, true)?;
+    let mut skel = load_iterator(true, true)?;
     ensure_bpffs(&bpffs_root(dir)).map_err(|e| PinError::Io("mounting bpffs", e))?;
     fs::create_dir_all(dir).map_err(|e| PinError::Io("creating the pin directory", e))?;
     fs::set_permissions(dir, fs::Permissions::from_mode(0o755))

@@ -8,15 +8,14 @@
 //! bucket of the hash holds more entries than the batch).
 
 use std::io;
-use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd};
 
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use libbpf_rs::{MapCore, MapFlags};
 
 use kernstat_model::hist::{Hist, SLOTS};
 
-use crate::loader::{capture_libbpf_log, clear_log, failed, preflight, LoadError};
+use crate::loader::{load_skel, LoadError};
+use crate::skel::runqlat::types::ks_rq_hist;
 use crate::skel::runqlat::{RunqlatSkel, RunqlatSkelBuilder};
 
 /// What keyed histograms are keyed by.
@@ -97,61 +96,59 @@ impl std::fmt::Debug for Runqlat {
     }
 }
 
+// The model's slot count is the generated type's (bpf/runqlat.h), checked when this
+// crate is built: a change to one side that misses the other does not compile.
+// SAFETY: ks_rq_hist is plain old data; all zeroes is a valid value.
+const _: () = assert!(unsafe { std::mem::zeroed::<ks_rq_hist>() }.slots.len() == SLOTS);
+
 fn to_hist(bytes: &[u8]) -> Hist {
-    let mut slots = [0u64; SLOTS];
-    for (i, chunk) in bytes.chunks_exact(8).take(SLOTS).enumerate() {
-        slots[i] = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
+    let mut h = ks_rq_hist::default();
+    for (slot, chunk) in h.slots.iter_mut().zip(bytes.chunks_exact(8)) {
+        *slot = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
     }
-    Hist::from_slots(&slots)
+    Hist::from_slots(&h.slots)
 }
 
 impl Runqlat {
     /// Loads and attaches with `cfg`.
     pub fn load(cfg: &Config) -> Result<Self, LoadError> {
-        preflight()?;
         let attach = if !cfg.force_raw_tp && tp_btf_supported() {
             AttachKind::TpBtf
         } else {
             AttachKind::RawTp
         };
-        capture_libbpf_log();
-        clear_log();
-        let object: &'static mut MaybeUninit<OpenObject> =
-            Box::leak(Box::new(MaybeUninit::uninit()));
-        let mut open = RunqlatSkelBuilder::default()
-            .open(object)
-            .map_err(|e| failed("opening runqlat", e))?;
-        let btf = attach == AttachKind::TpBtf;
-        open.progs.rq_wakeup.set_autoload(btf);
-        open.progs.rq_wakeup_new.set_autoload(btf);
-        open.progs.rq_switch.set_autoload(btf);
-        open.progs.rq_wakeup_raw.set_autoload(!btf);
-        open.progs.rq_wakeup_new_raw.set_autoload(!btf);
-        open.progs.rq_switch_raw.set_autoload(!btf);
-        if !btf {
-            // Task-local storage may not exist on kernels that need raw_tp.
-            let _ = open.maps.start_ts.set_autocreate(false);
-        }
-        let rodata = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .expect("runqlat has rodata");
-        rodata.targ_tgid = cfg.pid.unwrap_or(0);
-        rodata.targ_ms = cfg.ms;
-        rodata.key_kind = match cfg.key {
-            KeyKind::None => 0,
-            KeyKind::Pid => 1,
-            KeyKind::Tid => 2,
-            KeyKind::PidNs => 3,
-        };
-        if let Some((id, level)) = cfg.cgroup {
-            rodata.filter_cg = true;
-            rodata.targ_cg_id = id;
-            rodata.targ_cg_level = level;
-        }
-        let mut skel = open.load().map_err(|e| failed("loading runqlat", e))?;
-        skel.attach().map_err(|e| failed("attaching runqlat", e))?;
+        let skel = load_skel(RunqlatSkelBuilder::default(), "runqlat", |open| {
+            let btf = attach == AttachKind::TpBtf;
+            open.progs.rq_wakeup.set_autoload(btf);
+            open.progs.rq_wakeup_new.set_autoload(btf);
+            open.progs.rq_switch.set_autoload(btf);
+            open.progs.rq_wakeup_raw.set_autoload(!btf);
+            open.progs.rq_wakeup_new_raw.set_autoload(!btf);
+            open.progs.rq_switch_raw.set_autoload(!btf);
+            if !btf {
+                // Task-local storage may not exist on kernels that need raw_tp.
+                let _ = open.maps.start_ts.set_autocreate(false);
+            }
+            let rodata = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("runqlat has rodata");
+            rodata.targ_tgid = cfg.pid.unwrap_or(0);
+            rodata.targ_ms = cfg.ms;
+            rodata.key_kind = match cfg.key {
+                KeyKind::None => 0,
+                KeyKind::Pid => 1,
+                KeyKind::Tid => 2,
+                KeyKind::PidNs => 3,
+            };
+            if let Some((id, level)) = cfg.cgroup {
+                rodata.filter_cg = true;
+                rodata.targ_cg_id = id;
+                rodata.targ_cg_level = level;
+            }
+            Ok(())
+        })?;
         let ncpus = libbpf_rs::num_possible_cpus().unwrap_or(1);
         Ok(Runqlat {
             skel,

@@ -7,16 +7,15 @@
 //! is allocated once the buffers have grown to the machine's size.
 
 use std::io::Read;
-use std::mem::{size_of, MaybeUninit};
+use std::mem::size_of;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::ptr;
 
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{Iter, Link, OpenObject};
+use libbpf_rs::{Iter, Link};
 
 use kernstat_model::{Comm, ProcSample, TaskTable};
 
-use crate::loader::{capture_libbpf_log, clear_log, failed, preflight, LoadError};
+use crate::loader::{failed, load_skel, LoadError};
 use crate::skel::sampler::types::{ks_proc_flags, ks_proc_rec, ks_rec_kind, ks_walk_summary};
 use crate::skel::sampler::{SamplerSkel, SamplerSkelBuilder};
 
@@ -68,19 +67,7 @@ impl Sampler {
     /// Loads, verifies and attaches the sampler, and walks once so that every task alive
     /// now has its runtime credited: the first sample's busy time then starts from here.
     pub fn load() -> Result<Self, LoadError> {
-        preflight()?;
-        capture_libbpf_log();
-        clear_log();
-        // The skeleton borrows its OpenObject for its whole life; one sampler lives for
-        // the whole process, so the few bytes are leaked rather than made self-referential.
-        let object: &'static mut MaybeUninit<OpenObject> =
-            Box::leak(Box::new(MaybeUninit::uninit()));
-        let open = SamplerSkelBuilder::default()
-            .open(object)
-            .map_err(|e| failed("opening the sampler", e))?;
-        let mut skel = open.load().map_err(|e| failed("loading the sampler", e))?;
-        skel.attach()
-            .map_err(|e| failed("attaching the sampler", e))?;
+        let skel = load_skel(SamplerSkelBuilder::default(), "the sampler", |_| Ok(()))?;
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         let mut s = Sampler {

@@ -7,18 +7,23 @@
 //! callers take intervals by difference.
 
 use std::io;
-use std::mem::{size_of, MaybeUninit};
+use std::mem::size_of;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::path::Path;
 
-use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use libbpf_rs::skel::{OpenSkel, Skel};
+use libbpf_rs::{MapCore, MapFlags};
 
 use kernstat_model::writes::{FileKind, SizeStats, Syscall, SIZE_SLOTS};
 
-use crate::loader::{capture_libbpf_log, clear_log, failed, log_tail, preflight, LoadError};
+use crate::loader::{load_skel, log_tail, LoadError};
 use crate::skel::writes::types::{ks_wr_key, ks_wr_val};
-use crate::skel::writes::{WritesSkel, WritesSkelBuilder};
+use crate::skel::writes::{OpenWritesSkel, WritesSkel, WritesSkelBuilder};
+
+// The model's slot count is the generated type's (bpf/writes.h), checked when this crate
+// is built: a change to one side that misses the other does not compile.
+// SAFETY: ks_wr_val is plain old data; all zeroes is a valid value.
+const _: () = assert!(unsafe { std::mem::zeroed::<ks_wr_val>() }.asked.len() == SIZE_SLOTS);
 
 /// Which family of syscalls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,12 +113,17 @@ fn ensure_tracefs() {
 }
 
 fn open_and_load(cfg: &Config, attach: Attach) -> Result<WritesSkel<'static>, LoadError> {
-    capture_libbpf_log();
-    clear_log();
-    let object: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
-    let mut open = WritesSkelBuilder::default()
-        .open(object)
-        .map_err(|e| failed("opening writes", e))?;
+    load_skel(WritesSkelBuilder::default(), "writes", |open| {
+        configure(open, cfg, attach)
+    })
+}
+
+/// Chooses the programs of `attach` for the family's syscalls and sets the filters.
+fn configure(
+    open: &mut OpenWritesSkel<'static>,
+    cfg: &Config,
+    attach: Attach,
+) -> Result<(), LoadError> {
     let wanted = cfg.family.syscalls();
     for mut prog in open.open_object_mut().progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
@@ -145,15 +155,12 @@ fn open_and_load(cfg: &Config, attach: Attach) -> Result<WritesSkel<'static>, Lo
         rodata.filter_comm = true;
     }
     rodata.self_tgid = std::process::id();
-    let mut skel = open.load().map_err(|e| failed("loading writes", e))?;
-    skel.attach().map_err(|e| failed("attaching writes", e))?;
-    Ok(skel)
+    Ok(())
 }
 
 impl Writes {
     /// Loads and attaches: fexit if the kernel allows it, else the syscall tracepoints.
     pub fn load(cfg: &Config) -> Result<Self, LoadError> {
-        preflight()?;
         if !cfg.force_tracepoints {
             match open_and_load(cfg, Attach::Fexit) {
                 Ok(skel) => {

@@ -12,9 +12,9 @@
 
 use serde::Serialize;
 
-/// Highest exponent with its own slots (must match bpf/runqlat.h).
+/// Highest exponent with its own slots (bpf/runqlat.h; kernstat-bpf checks at build time).
 pub const MAX_EXP: u32 = 40;
-/// Number of slots (must match bpf/runqlat.h).
+/// Number of slots (bpf/runqlat.h; kernstat-bpf checks at build time).
 pub const SLOTS: usize = 8 + (MAX_EXP as usize - 3 + 1) * 8;
 
 /// The slot a value goes to.

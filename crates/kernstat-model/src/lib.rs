@@ -11,6 +11,7 @@ pub mod hist;
 pub mod model;
 pub mod ps;
 pub mod raw;
+pub mod runqlat;
 pub mod text;
 pub mod top;
 pub mod writes;
