@@ -5,6 +5,8 @@
 //! `ps` runs once and exits, so these types own their strings; the zero-allocation rule
 //! is for sampling loops.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::raw::TaskName;
@@ -166,6 +168,94 @@ pub fn processes(mut tasks: Vec<TaskRow>) -> Vec<TaskRow> {
     out
 }
 
+/// What a row shows beyond the task's own figures: looked up or computed by the caller.
+#[derive(Clone, Debug, Default)]
+pub struct RowExtras {
+    /// CPU % (over an interval or the task's life).
+    pub cpu_percent: f64,
+    /// User name.
+    pub user: String,
+    /// Command line.
+    pub cmd: String,
+    /// cgroup path.
+    pub cgroup: String,
+}
+
+impl PsRow {
+    /// The row of task `t`: its thread id as the pid when rows are threads.
+    pub fn from_task(t: &TaskRow, per_thread: bool, x: RowExtras) -> Self {
+        PsRow {
+            pid: if per_thread { t.tid } else { t.pid },
+            tgid: t.pid,
+            ppid: t.ppid,
+            uid: t.uid,
+            user: x.user,
+            gid: t.gid,
+            state: t.state as char,
+            threads: t.threads,
+            nice: t.nice,
+            priority: t.prio,
+            cpu_percent: x.cpu_percent,
+            cpu_ns: t.cpu_ns,
+            rss_bytes: t.rss_bytes,
+            vsz_bytes: t.vsz_bytes,
+            start_ns: t.start_ns,
+            read_bytes: t.read_bytes,
+            write_bytes: t.write_bytes,
+            comm: t.comm,
+            cmd: x.cmd,
+            cgroup: x.cgroup,
+            kthread: t.kthread,
+        }
+    }
+}
+
+/// CPU use of tasks over an interval: their CPU time at the interval's start, keyed by
+/// (pid, tid, start time) so that a reused pid is not mistaken for the task before it.
+#[derive(Clone, Debug, Default)]
+pub struct CpuInterval {
+    before: HashMap<(u32, u32, u64), u64>,
+    dt_ns: u64,
+}
+
+impl CpuInterval {
+    /// From the reading at the interval's start and the interval's length.
+    pub fn new(first: &[TaskRow], dt_ns: u64) -> Self {
+        CpuInterval {
+            before: first
+                .iter()
+                .map(|t| ((t.pid, t.tid, t.start_ns), t.cpu_ns))
+                .collect(),
+            dt_ns,
+        }
+    }
+
+    /// Percent of one CPU `t` used over the interval (a task born inside it counts from
+    /// zero).
+    pub fn percent(&self, t: &TaskRow) -> f64 {
+        if self.dt_ns == 0 {
+            return 0.0;
+        }
+        let prev = self
+            .before
+            .get(&(t.pid, t.tid, t.start_ns))
+            .copied()
+            .unwrap_or(0);
+        t.cpu_ns.saturating_sub(prev) as f64 / self.dt_ns as f64 * 100.0
+    }
+}
+
+/// Percent of one CPU `t` used over its whole life (what ps shows): CPU time over the
+/// time since it started. `now_boot_ns` is CLOCK_BOOTTIME now.
+pub fn lifetime_percent(t: &TaskRow, now_boot_ns: u64) -> f64 {
+    let life = now_boot_ns.saturating_sub(t.start_ns);
+    if life == 0 {
+        0.0
+    } else {
+        t.cpu_ns as f64 / life as f64 * 100.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +301,22 @@ mod tests {
         assert_eq!(command_line(&t), "/bin/sleep 1000");
         t.cmdline_cut = true;
         assert_eq!(command_line(&t), "/bin/sleep 1000…");
+    }
+
+    #[test]
+    fn cpu_over_an_interval_and_over_a_life() {
+        let task = |pid, start_ns, cpu_ns| TaskRow {
+            pid,
+            tid: pid,
+            start_ns,
+            cpu_ns,
+            ..Default::default()
+        };
+        let iv = CpuInterval::new(&[task(1, 100, 1_000), task(2, 100, 0)], 1_000_000);
+        assert_eq!(iv.percent(&task(1, 100, 501_000)), 50.0);
+        // Same pid, another start time: a new task, counted from zero.
+        assert_eq!(iv.percent(&task(2, 999, 250_000)), 25.0);
+        assert_eq!(lifetime_percent(&task(3, 1_000, 500), 2_000), 50.0);
+        assert_eq!(lifetime_percent(&task(3, 2_000, 500), 2_000), 0.0);
     }
 }

@@ -6,6 +6,8 @@
 //! writes cost far more than the 16 writes of 8 KiB that carry the same data. The
 //! thresholds are the caller's (flags of `kernstat writes`).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 /// Number of log2 size slots (bpf/writes.h): slot 0 holds 0 and 1, slot k [2^k, 2^(k+1)).
@@ -256,6 +258,54 @@ pub fn judge(stats: &[&SizeStats], seconds: f64, t: &Thresholds, reads: bool) ->
     })
 }
 
+/// A process's verdict over an interval and its per-(syscall, kind) counters.
+pub type ProcessReport = (Verdict, Vec<SizeStats>);
+
+/// Turns the kernel's cumulative counters into interval reports: each key's difference
+/// from its previous reading (a key seen for the first time counts from zero).
+#[derive(Clone, Debug, Default)]
+pub struct Intervals {
+    prev: BTreeMap<(u32, Syscall, FileKind), SizeStats>,
+}
+
+impl Intervals {
+    /// The processes with calls since the previous reading, judged over `seconds`,
+    /// busiest first (by calls, then pid), at most `top` of them.
+    pub fn next(
+        &mut self,
+        cur: Vec<SizeStats>,
+        seconds: f64,
+        t: &Thresholds,
+        reads: bool,
+        top: usize,
+    ) -> Vec<ProcessReport> {
+        let mut by_pid: BTreeMap<u32, Vec<SizeStats>> = BTreeMap::new();
+        for s in &cur {
+            let d = match self.prev.get(&(s.pid, s.sys, s.kind)) {
+                Some(p) => s.since(p),
+                None => s.clone(),
+            };
+            if d.calls > 0 {
+                by_pid.entry(s.pid).or_default().push(d);
+            }
+        }
+        self.prev = cur
+            .into_iter()
+            .map(|s| ((s.pid, s.sys, s.kind), s))
+            .collect();
+        let mut reports: Vec<ProcessReport> = by_pid
+            .into_values()
+            .filter_map(|v| {
+                let refs: Vec<&SizeStats> = v.iter().collect();
+                judge(&refs, seconds, t, reads).map(|j| (j, v))
+            })
+            .collect();
+        reports.sort_by(|a, b| b.0.calls.cmp(&a.0.calls).then(a.0.pid.cmp(&b.0.pid)));
+        reports.truncate(top);
+        reports
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,5 +374,46 @@ mod tests {
         assert_eq!((slot_lo(0), slot_hi(0)), (0, 1));
         assert_eq!((slot_lo(4), slot_hi(4)), (16, 31));
         assert_eq!((slot_lo(13), slot_hi(13)), (8192, 16383));
+    }
+
+    #[test]
+    fn intervals_report_differences_busiest_first() {
+        let stats = |pid: u32, calls: u64| SizeStats {
+            pid,
+            comm: format!("p{pid}"),
+            sys: Syscall::Write,
+            kind: FileKind::from_index(0),
+            calls,
+            errors: 0,
+            asked_bytes: calls * 10,
+            done_bytes: calls * 10,
+            asked: {
+                let mut a = [0; SIZE_SLOTS];
+                a[3] = calls;
+                a
+            },
+            done: [0; SIZE_SLOTS],
+        };
+        let t = Thresholds::default();
+        let mut iv = Intervals::default();
+        let first = iv.next(vec![stats(1, 10), stats(2, 50)], 1.0, &t, false, 10);
+        assert_eq!(
+            first
+                .iter()
+                .map(|r| (r.0.pid, r.0.calls))
+                .collect::<Vec<_>>(),
+            [(2, 50), (1, 10)]
+        );
+        let second = iv.next(vec![stats(1, 110), stats(2, 50)], 1.0, &t, false, 10);
+        assert_eq!(
+            second.len(),
+            1,
+            "a process without calls in the interval is left out"
+        );
+        assert_eq!((second[0].0.pid, second[0].0.calls), (1, 100));
+        assert_eq!(second[0].1[0].asked[3], 100);
+        let third = iv.next(vec![stats(1, 120), stats(2, 80)], 1.0, &t, false, 1);
+        assert_eq!(third.len(), 1, "top 1");
+        assert_eq!(third[0].0.pid, 2);
     }
 }

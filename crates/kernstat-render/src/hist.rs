@@ -9,14 +9,22 @@ use serde::Serialize;
 /// Writes the classic view: a header naming the unit, then one line per log2 bucket with
 /// its count and a bar scaled to the largest bucket (40 columns).
 pub fn write_log2(out: &mut String, unit: &str, buckets: &[Log2Bucket]) {
+    write_log2_indented(out, "", unit, buckets)
+}
+
+/// The classic view with every line indented (a histogram under a heading line).
+pub fn write_log2_indented(out: &mut String, indent: &str, unit: &str, buckets: &[Log2Bucket]) {
     let max = buckets.iter().map(|b| b.count).max().unwrap_or(0);
-    let _ = writeln!(out, "{unit:>10}               : count    distribution");
+    let _ = writeln!(
+        out,
+        "{indent}{unit:>10}               : count    distribution"
+    );
     for b in buckets {
         // Integer arithmetic, as libbpf-tools draws its bars.
         let stars = (b.count * 40).checked_div(max).unwrap_or(0) as usize;
         let _ = writeln!(
             out,
-            "{:>10} -> {:<10} : {:<8} |{:<40}|",
+            "{indent}{:>10} -> {:<10} : {:<8} |{:<40}|",
             b.lo,
             b.hi,
             b.count,

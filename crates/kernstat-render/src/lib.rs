@@ -7,9 +7,11 @@ pub mod bar;
 pub mod hist;
 pub mod human;
 pub mod plot;
+pub mod runqlat;
 pub mod table;
 pub mod template;
 pub mod tooltip;
+pub mod writes;
 
 pub use bar::{BarFormat, BarRenderer, SnapshotView, TickInfo};
 pub use template::{Template, TemplateError, FIELDS};

@@ -6,6 +6,7 @@
 //! sample, no text turned into `String`s.
 #![deny(missing_docs)]
 
+pub mod cgroup;
 pub mod file;
 pub mod procs;
 pub mod ps_procfs;

@@ -177,6 +177,13 @@ pub fn parse_io(data: &[u8]) -> Option<(u64, u64)> {
     Some((rd, wr))
 }
 
+/// The command name of a task (`<proc>/PID/comm`), empty when it has gone.
+pub fn comm_of(roots: &Roots, pid: u32) -> String {
+    std::fs::read_to_string(roots.proc.join(pid.to_string()).join("comm"))
+        .map(|s| s.trim_end_matches('\n').to_string())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

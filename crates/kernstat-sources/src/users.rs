@@ -3,6 +3,7 @@
 //! into names and back: `ps` columns, `ps --user`, the daemon's `user.name`, and
 //! `daemon --user/--allow`.
 
+use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 
 /// One account.
@@ -62,6 +63,22 @@ pub fn by_name_or_uid(s: &str) -> Option<User> {
             gid: uid,
         })),
         Err(_) => by_name(s),
+    }
+}
+
+/// uid -> name, looked up once per uid (a table shows the same few users on many rows);
+/// a uid without an account shows as its number.
+#[derive(Clone, Debug, Default)]
+pub struct UserNames {
+    cache: HashMap<u32, String>,
+}
+
+impl UserNames {
+    /// The name of `uid`.
+    pub fn name(&mut self, uid: u32) -> &str {
+        self.cache
+            .entry(uid)
+            .or_insert_with(|| by_uid(uid).map_or_else(|| uid.to_string(), |u| u.name))
     }
 }
 

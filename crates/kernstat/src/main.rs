@@ -11,6 +11,7 @@ mod client;
 mod collect;
 mod daemon;
 mod instance;
+mod interval;
 mod privileges;
 mod ps;
 mod runqlat;

@@ -5,15 +5,18 @@
 //! two reads and CPU % over the interval; otherwise CPU % over each process's life, as
 //! procps ps computes it.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use kernstat_bpf::ps::{self as bpf_ps, PsReader};
-use kernstat_model::ps::{command_line, processes, PsRow, TaskRow};
+use kernstat_model::ps::{
+    command_line, lifetime_percent, processes, CpuInterval, PsRow, RowExtras, TaskRow,
+};
 use kernstat_render::table::{self, Column, StartFormat, COLUMNS};
+use kernstat_sources::cgroup::CgroupPaths;
+use kernstat_sources::users::UserNames;
 use kernstat_sources::{ProcfsPs, Roots, Want};
 
 use crate::cli::PsArgs;
@@ -151,78 +154,22 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
             let t0 = Instant::now();
             std::thread::sleep(d);
             let second = source.read(args.threads, want, &mut extra)?;
-            let before: HashMap<(u32, u32, u64), u64> = first
-                .iter()
-                .map(|t| ((t.pid, t.tid, t.start_ns), t.cpu_ns))
-                .collect();
-            (second, Some((before, t0.elapsed().as_nanos() as u64)))
+            let cpu = CpuInterval::new(&first, t0.elapsed().as_nanos() as u64);
+            (second, Some(cpu))
         }
     };
     let now_boot = boottime_ns();
-    // Name lookups go through NSS (dlopen of its modules on first use): only when shown.
     let want_names = args.json || columns.contains(&Column::User);
-    let mut users = Users::default();
-    let cgroups = if want.cgroup {
-        Some(CgroupPaths::scan())
-    } else {
-        None
-    };
-    let mut rows: Vec<PsRow> = Vec::with_capacity(tasks.len());
-    for t in &tasks {
-        let cpu_percent = match &interval {
-            Some((before, dt)) => {
-                let prev = before
-                    .get(&(t.pid, t.tid, t.start_ns))
-                    .copied()
-                    .unwrap_or(0);
-                t.cpu_ns.saturating_sub(prev) as f64 / *dt as f64 * 100.0
-            }
-            None => {
-                let life = now_boot.saturating_sub(t.start_ns);
-                if life == 0 {
-                    0.0
-                } else {
-                    t.cpu_ns as f64 / life as f64 * 100.0
-                }
-            }
-        };
-        let cgroup = match (&t.cgroup_path, &cgroups) {
-            (Some(p), _) => p.clone(),
-            (None, Some(c)) => c.path(t.cgroup_id),
-            (None, None) => String::new(),
-        };
-        rows.push(PsRow {
-            pid: if args.threads { t.tid } else { t.pid },
-            tgid: t.pid,
-            ppid: t.ppid,
-            uid: t.uid,
-            user: if want_names {
-                users.name(t.uid)
-            } else {
-                String::new()
-            },
-            gid: t.gid,
-            state: t.state as char,
-            threads: t.threads,
-            nice: t.nice,
-            priority: t.prio,
-            cpu_percent,
-            cpu_ns: t.cpu_ns,
-            rss_bytes: t.rss_bytes,
-            vsz_bytes: t.vsz_bytes,
-            start_ns: t.start_ns,
-            read_bytes: t.read_bytes,
-            write_bytes: t.write_bytes,
-            comm: t.comm,
-            cmd: if want.cmdline {
-                command_line(t)
-            } else {
-                String::new()
-            },
-            cgroup,
-            kthread: t.kthread,
-        });
-    }
+    let mut rows = rows(
+        &tasks,
+        args.threads,
+        want,
+        want_names,
+        |t| match &interval {
+            Some(cpu) => cpu.percent(t),
+            None => lifetime_percent(t, now_boot),
+        },
+    );
     let user_filter = args.user.as_ref().map(|u| resolve_user(u)).transpose()?;
     rows.retain(|r| {
         user_filter.is_none_or(|u| r.uid == u)
@@ -261,6 +208,44 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
         out.write_all(table::render(&rows, &columns, args.tree, width, &start).as_bytes())?;
     }
     Ok(if rows.is_empty() { 1 } else { 0 })
+}
+
+/// Table rows of `tasks`, with the names and paths they show looked up (only what is
+/// shown: user names go through NSS, which loads its modules on first use).
+fn rows(
+    tasks: &[TaskRow],
+    per_thread: bool,
+    want: Want,
+    want_names: bool,
+    cpu_percent: impl Fn(&TaskRow) -> f64,
+) -> Vec<PsRow> {
+    let mut users = UserNames::default();
+    let cgroups = want.cgroup.then(|| CgroupPaths::scan(&Roots::default()));
+    tasks
+        .iter()
+        .map(|t| {
+            let cgroup = match (&t.cgroup_path, &cgroups) {
+                (Some(p), _) => p.clone(),
+                (None, Some(c)) => c.path(t.cgroup_id),
+                (None, None) => String::new(),
+            };
+            let extras = RowExtras {
+                cpu_percent: cpu_percent(t),
+                user: if want_names {
+                    users.name(t.uid).to_string()
+                } else {
+                    String::new()
+                },
+                cmd: if want.cmdline {
+                    command_line(t)
+                } else {
+                    String::new()
+                },
+                cgroup,
+            };
+            PsRow::from_task(t, per_thread, extras)
+        })
+        .collect()
 }
 
 #[derive(serde::Serialize)]
@@ -379,76 +364,12 @@ impl StartFormat for BootClock {
     }
 }
 
-/// uid -> user name, through the C library (so NSS sources work), cached.
-#[derive(Default)]
-struct Users {
-    cache: HashMap<u32, String>,
-}
-
-impl Users {
-    fn name(&mut self, uid: u32) -> String {
-        self.cache
-            .entry(uid)
-            .or_insert_with(|| {
-                kernstat_sources::users::by_uid(uid).map_or_else(|| uid.to_string(), |u| u.name)
-            })
-            .clone()
-    }
-}
-
 /// `--user` takes a name or a number.
 fn resolve_user(u: &str) -> anyhow::Result<u32> {
     match kernstat_sources::users::by_name_or_uid(u) {
         Some(user) => Ok(user.uid),
         None => bail!("--user: no user named {u:?}"),
     }
-}
-
-/// cgroup v2 id -> path, from one walk of the cgroup2 mount (ids are inode numbers).
-struct CgroupPaths {
-    by_id: HashMap<u64, String>,
-}
-
-impl CgroupPaths {
-    fn scan() -> Self {
-        let mut by_id = HashMap::new();
-        if let Some(root) = cgroup2_mount() {
-            let mut stack = vec![root.clone()];
-            while let Some(dir) = stack.pop() {
-                use std::os::unix::fs::MetadataExt;
-                if let Ok(md) = std::fs::metadata(&dir) {
-                    let rel = dir.strip_prefix(&root).unwrap_or(&dir);
-                    by_id.insert(md.ino(), format!("/{}", rel.display()));
-                }
-                if let Ok(rd) = std::fs::read_dir(&dir) {
-                    for e in rd.flatten() {
-                        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                            stack.push(e.path());
-                        }
-                    }
-                }
-            }
-        }
-        CgroupPaths { by_id }
-    }
-
-    fn path(&self, id: u64) -> String {
-        self.by_id.get(&id).cloned().unwrap_or_else(|| {
-            if id == 0 {
-                String::new()
-            } else {
-                format!("#{id}")
-            }
-        })
-    }
-}
-
-fn cgroup2_mount() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
-    })
 }
 
 fn bench(source: &mut Source, n: u32, want: Want, json: bool) -> anyhow::Result<i32> {

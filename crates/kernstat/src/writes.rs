@@ -1,87 +1,22 @@
 //! `kernstat writes`: write-size (or, with --reads, read-size) histograms per process,
 //! syscall and file kind, rates, and a small-write verdict with advice.
 //!
-//! Intervals are differences of the kernel's cumulative counters (nothing is reset, so
-//! nothing is lost between a read and a reset); without an interval, one report at
-//! Ctrl-C covers the whole run.
+//! The command only wires parts together: the BPF collector (kernstat-bpf writes),
+//! interval differences and verdicts (kernstat-model writes), the reports
+//! (kernstat-render writes) and the pacing (interval.rs). Without an interval, one
+//! report at Ctrl-C covers the whole run.
 
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use kernstat_bpf::writes::{Config, Family, Writes};
-use kernstat_model::writes::{
-    judge, slot_hi, slot_lo, FileKind, SizeStats, Syscall, Thresholds, Verdict, SIZE_SLOTS,
-};
-use serde::Serialize;
+use kernstat_model::writes::{Intervals, Thresholds};
+use kernstat_render::writes::{write_json, write_text, WritesReport};
 
 use crate::cli::WritesArgs;
-use crate::signals::{Signals, Wake};
-
-#[derive(Serialize)]
-struct Bucket {
-    lo: u64,
-    hi: u64,
-    count: u64,
-}
-
-fn buckets(slots: &[u64; SIZE_SLOTS]) -> Vec<Bucket> {
-    let Some(last) = slots.iter().rposition(|&c| c > 0) else {
-        return Vec::new();
-    };
-    (0..=last)
-        .map(|i| Bucket {
-            lo: slot_lo(i),
-            hi: slot_hi(i),
-            count: slots[i],
-        })
-        .collect()
-}
-
-#[derive(Serialize)]
-struct JsonBy {
-    syscall: &'static str,
-    kind: FileKind,
-    calls: u64,
-    errors: u64,
-    asked_bytes: u64,
-    done_bytes: u64,
-    asked: Vec<Bucket>,
-    done: Vec<Bucket>,
-}
-
-#[derive(Serialize)]
-struct JsonProc {
-    #[serde(flatten)]
-    verdict: Verdict,
-    by: Vec<JsonBy>,
-}
-
-#[derive(Serialize)]
-struct JsonInterval {
-    timestamp: f64,
-    interval_s: f64,
-    family: &'static str,
-    attach: &'static str,
-    processes: Vec<JsonProc>,
-}
-
-fn write_hist(out: &mut String, slots: &[u64; SIZE_SLOTS]) {
-    let b = buckets(slots);
-    let max = b.iter().map(|b| b.count).max().unwrap_or(0);
-    out.push_str("         bytes               : count    distribution\n");
-    for x in &b {
-        let stars = (x.count * 40).checked_div(max).unwrap_or(0) as usize;
-        out.push_str(&format!(
-            "    {:>10} -> {:<10} : {:<8} |{:<40}|\n",
-            x.lo,
-            x.hi,
-            x.count,
-            "*".repeat(stars)
-        ));
-    }
-}
+use crate::interval::Ticker;
+use crate::signals::Signals;
 
 /// Runs `kernstat writes`; returns the exit status.
 pub fn run(args: &WritesArgs) -> anyhow::Result<i32> {
@@ -117,145 +52,34 @@ pub fn run(args: &WritesArgs) -> anyhow::Result<i32> {
         w.attach().as_str(),
         t0.elapsed().as_secs_f64() * 1e3
     );
-
     let mut out = io::stdout().lock();
-    let mut prev: BTreeMap<(u32, Syscall, FileKind), SizeStats> = BTreeMap::new();
-    let interval = args.interval.map(Duration::from_secs);
-    let mut printed = 0u64;
-    let mut last = Instant::now();
+    let mut intervals = Intervals::default();
+    let mut ticker = Ticker::new(&signals, args.interval.map(Duration::from_secs), args.count);
     loop {
-        let stop = match interval {
-            Some(d) => {
-                let deadline = Instant::now() + d;
-                let mut stop = false;
-                while Instant::now() < deadline {
-                    if signals.wait(deadline - Instant::now()) == Wake::Stop {
-                        stop = true;
-                        break;
-                    }
-                }
-                stop
-            }
-            None => loop {
-                if signals.wait(Duration::from_secs(3600)) == Wake::Stop {
-                    break true;
-                }
-            },
+        let tick = ticker.wait();
+        let processes = intervals.next(w.read()?, tick.seconds, &thresholds, reads, args.top);
+        let report = WritesReport {
+            timestamp: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0),
+            interval_s: tick.seconds,
+            reads,
+            attach: w.attach().as_str(),
+            processes: &processes,
         };
-        let secs = last.elapsed().as_secs_f64();
-        last = Instant::now();
-        let cur = w.read()?;
-        let mut by_pid: BTreeMap<u32, Vec<SizeStats>> = BTreeMap::new();
-        for s in &cur {
-            let key = (s.pid, s.sys, s.kind);
-            let d = match prev.get(&key) {
-                Some(p) => s.since(p),
-                None => s.clone(),
-            };
-            if d.calls > 0 {
-                by_pid.entry(s.pid).or_default().push(d);
-            }
-        }
-        prev = cur
-            .into_iter()
-            .map(|s| ((s.pid, s.sys, s.kind), s))
-            .collect();
-        let mut verdicts: Vec<(Verdict, Vec<SizeStats>)> = by_pid
-            .into_values()
-            .filter_map(|v| {
-                let refs: Vec<&SizeStats> = v.iter().collect();
-                judge(&refs, secs, &thresholds, reads).map(|j| (j, v))
-            })
-            .collect();
-        verdicts.sort_by(|a, b| b.0.calls.cmp(&a.0.calls).then(a.0.pid.cmp(&b.0.pid)));
-        verdicts.truncate(args.top);
-
         if args.json {
-            let line = JsonInterval {
-                timestamp: SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_secs_f64())
-                    .unwrap_or(0.0),
-                interval_s: secs,
-                family: if reads { "reads" } else { "writes" },
-                attach: w.attach().as_str(),
-                processes: verdicts
-                    .into_iter()
-                    .map(|(v, stats)| JsonProc {
-                        verdict: v,
-                        by: stats
-                            .iter()
-                            .map(|s| JsonBy {
-                                syscall: s.sys.name(reads),
-                                kind: s.kind,
-                                calls: s.calls,
-                                errors: s.errors,
-                                asked_bytes: s.asked_bytes,
-                                done_bytes: s.done_bytes,
-                                asked: buckets(&s.asked),
-                                done: buckets(&s.done),
-                            })
-                            .collect(),
-                    })
-                    .collect(),
-            };
-            serde_json::to_writer(&mut out, &line)?;
-            writeln!(out)?;
+            let mut line = Vec::new();
+            write_json(&mut line, &report)?;
+            line.push(b'\n');
+            out.write_all(&line)?;
         } else {
-            let mut s = format!(
-                "\n{} over {:.1} s ({}):\n{:>8} {:<16} {:>10} {:>10} {:>8} {:>7}  VERDICT\n",
-                if reads { "reads" } else { "writes" },
-                secs,
-                w.attach().as_str(),
-                "PID",
-                "COMM",
-                "CALLS/s",
-                "BYTES/s",
-                "MEAN",
-                "SMALL"
-            );
-            for (v, stats) in &verdicts {
-                let mut rate = String::new();
-                let _ = kernstat_render::human::bytes(&mut rate, v.bytes_per_s);
-                s.push_str(&format!(
-                    "{:>8} {:<16} {:>10.1} {:>9}/s {:>8.0} {:>6.0}%  {}\n",
-                    v.pid,
-                    v.comm,
-                    v.calls_per_s,
-                    rate,
-                    v.mean_bytes,
-                    v.small_share * 100.0,
-                    if v.small_writes {
-                        if reads {
-                            "small reads"
-                        } else {
-                            "small writes"
-                        }
-                    } else {
-                        "ok"
-                    }
-                ));
-                for st in stats {
-                    s.push_str(&format!(
-                        "  {} to {:?}: {} calls ({} failed), {} bytes asked, {} moved\n",
-                        st.sys.name(reads),
-                        st.kind,
-                        st.calls,
-                        st.errors,
-                        st.asked_bytes,
-                        st.done_bytes
-                    ));
-                    write_hist(&mut s, &st.asked);
-                }
-                if !v.advice.is_empty() {
-                    s.push_str(&format!("  advice: {}\n", v.advice));
-                }
-            }
-            out.write_all(s.as_bytes())?;
+            let mut text = String::new();
+            write_text(&mut text, &report);
+            out.write_all(text.as_bytes())?;
         }
         out.flush()?;
-        printed += 1;
-        if stop || args.count.is_some_and(|c| printed >= c) {
+        if tick.last {
             break;
         }
     }
