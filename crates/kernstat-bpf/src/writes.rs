@@ -242,6 +242,23 @@ impl Writes {
         Ok(out)
     }
 
+    /// Deletes the counters of processes for which `gone` says so (exited ones), so that
+    /// a long-running reader does not fill the map; returns how many were deleted.
+    pub fn forget(&self, gone: impl Fn(u32) -> bool) -> usize {
+        let map = &self.skel.maps.stats;
+        let doomed: Vec<Vec<u8>> = map
+            .keys()
+            .filter(|k| {
+                k.len() >= size_of::<ks_wr_key>() && {
+                    // SAFETY: length checked; plain old data.
+                    let key: ks_wr_key = unsafe { std::ptr::read_unaligned(k.as_ptr().cast()) };
+                    gone(key.tgid)
+                }
+            })
+            .collect();
+        doomed.iter().filter(|k| map.delete(k).is_ok()).count()
+    }
+
     /// The loaded programs' names and fds (valid while `self` lives), for BPF run-time
     /// statistics.
     pub fn programs(&self) -> Vec<(String, RawFd)> {

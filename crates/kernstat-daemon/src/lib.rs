@@ -15,6 +15,7 @@
 
 pub mod cache;
 pub mod client;
+pub mod metrics;
 pub mod protocol;
 pub mod providers;
 pub mod runtime;

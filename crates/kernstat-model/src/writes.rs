@@ -91,6 +91,17 @@ impl FileKind {
             _ => FileKind::Other,
         }
     }
+
+    /// Its name, as JSON and labels spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileKind::File => "file",
+            FileKind::Pipe => "pipe",
+            FileKind::Socket => "socket",
+            FileKind::Tty => "tty",
+            FileKind::Other => "other",
+        }
+    }
 }
 
 /// Counters for one (process, syscall, file kind), cumulative or over an interval.

@@ -354,9 +354,34 @@ pub struct DaemonArgs {
     /// Include kernel threads in the top lists.
     #[arg(long)]
     pub kthreads: bool,
+    /// Serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9560); off
+    /// by default.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Per-process series for the top N processes by each measure (CPU, memory, I/O).
+    #[arg(long, value_name = "N", default_value_t = 10, requires = "metrics")]
+    pub metrics_top: usize,
+    /// Kernel histograms to serve on /metrics (comma separated). Their hooks run on
+    /// every scheduler event or write call, so they are off unless asked for.
+    #[arg(long, value_enum, value_delimiter = ',', requires = "metrics")]
+    pub collect: Vec<Collect>,
+    /// Leave the kernel's BPF run-time statistics off: kernstat_bpf_program_* series
+    /// then read 0 (the statistics add two clock reads to every BPF program run on the
+    /// machine, kernstat's or not).
+    #[arg(long, requires = "metrics")]
+    pub no_bpf_stats: bool,
     /// Sources.
     #[command(flatten)]
     pub source: SourceArgs,
+}
+
+/// A kernel histogram the daemon can serve on /metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Collect {
+    /// Run-queue latency, machine-wide and per CPU.
+    Runqlat,
+    /// Write sizes per system call and kind of file.
+    Writes,
 }
 
 /// Where to find the daemon.

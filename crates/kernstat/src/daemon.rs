@@ -18,6 +18,7 @@ use kernstat_model::{Model, ModelOptions, RawSample, Source};
 
 use crate::bar::open_collector;
 use crate::cli::DaemonArgs;
+use crate::exporter::MetricsSources;
 use crate::privileges::{self, Dropped};
 use crate::signals::{Signals, Wake};
 
@@ -92,6 +93,19 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         }
     });
 
+    // The metrics port is taken first: an address in use is one sentence and exit 2,
+    // before anything is loaded or bound.
+    let metrics_listener = match args.metrics {
+        Some(addr) => match std::net::TcpListener::bind(addr) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("kernstat daemon: --metrics {addr}: {e}");
+                return Ok(2);
+            }
+        },
+        None => None,
+    };
+
     // A socket directory another user could have made (or replace files in) is refused
     // before anything is loaded: one sentence, exit 2.
     if let Some(dir) = socket.parent() {
@@ -103,6 +117,11 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
     let signals = Signals::block();
     raise_fd_limit();
     let mut collector = open_collector(&args.source)?;
+    // Kernel histograms and BPF statistics for /metrics: loaded while privileged.
+    let mut metrics = match metrics_listener {
+        Some(_) => Some(MetricsSources::open(args, &collector)?),
+        None => None,
+    };
     // A system daemon's socket is for every local user (the peer check narrows it with
     // --allow); a user daemon's is for its owner only.
     let (mode, dir_mode) = if args.system {
@@ -125,14 +144,20 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
                 .with_context(|| format!("chown {}", socket.display()))?;
             // As root still: no capability can come back through any later execve.
             crate::sandbox::clear_bounding_set()?;
-            let dropped = privileges::become_user(user, || collector.sample(&mut scratch).is_ok())
-                .context("dropping privileges")?;
+            let dropped = privileges::become_user(user, || {
+                collector.sample(&mut scratch).is_ok()
+                    && metrics.as_ref().is_none_or(|m| m.readable())
+            })
+            .context("dropping privileges")?;
             // Before any thread exists, so that all of them inherit it.
             crate::sandbox::install_seccomp()?;
             dropped
         }
-        None if collector.source() == Source::Bpf => {
-            privileges::drop_after_load(|| collector.sample(&mut scratch).is_ok())
+        None if collector.source() == Source::Bpf || metrics.is_some() => {
+            privileges::drop_after_load(|| {
+                collector.sample(&mut scratch).is_ok()
+                    && metrics.as_ref().is_none_or(|m| m.readable())
+            })
         }
         None => Dropped::Nothing,
     };
@@ -172,10 +197,24 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         let _ = stopped.await;
     }));
     rt.spawn(daemon.clone().run_providers());
+    let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+    let metrics_server = match (metrics_listener, &metrics) {
+        (Some(l), Some(m)) => Some(rt.spawn(kernstat_daemon::metrics::http::serve(
+            l,
+            m.exporter(),
+            async {
+                let _ = metrics_stopped.await;
+            },
+        ))),
+        _ => None,
+    };
 
     eprintln!(
-        "kernstat daemon: listening on {} (source {}, every {:?}{})",
+        "kernstat daemon: listening on {}{} (source {}, every {:?}{})",
         socket.display(),
+        args.metrics
+            .map(|a| format!(" and http://{a}/metrics"))
+            .unwrap_or_default(),
         collector.source().as_str(),
         args.interval,
         match (&switch_to, dropped) {
@@ -190,10 +229,21 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         include_kthreads: args.kthreads,
         ..ModelOptions::default()
     };
-    let result = sample_loop(&mut collector, &daemon, &rx, args.interval, &opts);
+    let result = sample_loop(
+        &mut collector,
+        &daemon,
+        metrics.as_mut(),
+        &rx,
+        args.interval,
+        &opts,
+    );
 
     let _ = stop_server.send(());
+    let _ = stop_metrics.send(());
     let _ = rt.block_on(server);
+    if let Some(m) = metrics_server {
+        let _ = rt.block_on(m);
+    }
     rt.shutdown_timeout(Duration::from_secs(1));
     if let Err(e) = std::fs::remove_file(&socket) {
         eprintln!(
@@ -208,6 +258,7 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
 fn sample_loop(
     collector: &mut crate::collect::Collector,
     daemon: &Daemon,
+    mut metrics: Option<&mut MetricsSources>,
     rx: &mpsc::Receiver<Msg>,
     interval: Duration,
     opts: &ModelOptions,
@@ -236,6 +287,9 @@ fn sample_loop(
         model.update(&prev, &cur, opts);
         let sample_us = t0.elapsed().as_secs_f64() * 1e6;
         daemon.publish_system(&model, sample_us);
+        if let Some(m) = metrics.as_deref_mut() {
+            m.publish(collector, &cur, &model, sample_us);
+        }
         std::mem::swap(&mut prev, &mut cur);
         last = Instant::now();
         // The next grid point after now; a refresh in between does not move the grid.

@@ -10,6 +10,7 @@ mod cli;
 mod client;
 mod collect;
 mod daemon;
+mod exporter;
 mod instance;
 mod interval;
 mod privileges;

@@ -122,6 +122,18 @@ pub struct Sample<'a> {
     pub sample_us: f64,
 }
 
+/// How a key appears on the Prometheus endpoint (rates and lists do not: the endpoint
+/// exports the counters they are computed from, and per-process series of its own).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Prom {
+    /// Not exported as itself.
+    None,
+    /// A gauge: the value times `scale` (to the base unit: MHz to hertz, % to a ratio).
+    Gauge(&'static str, f64),
+    /// An info metric: the word as the value of a label.
+    Info(&'static str, &'static str),
+}
+
 /// One key.
 #[derive(Clone, Copy)]
 pub struct Metric {
@@ -135,6 +147,8 @@ pub struct Metric {
     pub kind: Kind,
     /// Its value in a sample; None when the machine lacks the device.
     pub value: for<'a> fn(&Sample<'a>) -> Option<Value<'a>>,
+    /// Its series on the Prometheus endpoint.
+    pub prom: Prom,
 }
 
 impl std::fmt::Debug for Metric {
@@ -156,6 +170,14 @@ const fn metric(
         unit,
         kind,
         value,
+        prom: Prom::None,
+    }
+}
+
+impl Metric {
+    /// The same key, exported to Prometheus as `prom`.
+    const fn exported(self, prom: Prom) -> Metric {
+        Metric { prom, ..self }
     }
 }
 
@@ -189,35 +211,40 @@ pub const METRICS: &[Metric] = &[
         Unit::Megahertz,
         Instant,
         |s| s.model.hw.cpu_freq_mhz.map(Value::Single),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_cpu_frequency_hertz", 1e6)),
     metric(
         "cpu.temp_c",
         "CPU temperature, °C (where a sensor exists)",
         Unit::Celsius,
         Instant,
         |s| s.model.hw.temp_c.map(Value::Single),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_cpu_temperature_celsius", 1.0)),
     metric(
         "mem.used",
         "memory used, bytes (total - available)",
         Unit::Bytes,
         Instant,
         |s| Some(Int(s.model.mem.used_bytes)),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_memory_used_bytes", 1.0)),
     metric(
         "mem.total",
         "memory total, bytes",
         Unit::Bytes,
         Instant,
         |s| Some(Int(s.model.mem.total_bytes)),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_memory_total_bytes", 1.0)),
     metric(
         "mem.available",
         "memory available, bytes",
         Unit::Bytes,
         Instant,
         |s| Some(Int(s.model.mem.available_bytes)),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_memory_available_bytes", 1.0)),
     metric(
         "mem.percent",
         "memory used %",
@@ -227,7 +254,8 @@ pub const METRICS: &[Metric] = &[
     ),
     metric("swap.used", "swap used, bytes", Unit::Bytes, Instant, |s| {
         Some(Int(s.model.mem.swap_used_bytes))
-    }),
+    })
+    .exported(Prom::Gauge("kernstat_swap_used_bytes", 1.0)),
     metric(
         "swap.in_bps",
         "swap-in rate, bytes/s",
@@ -248,21 +276,24 @@ pub const METRICS: &[Metric] = &[
         Unit::Load,
         Instant,
         |s| Some(Rounded(s.model.load[0])),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_load1", 1.0)),
     metric(
         "load.five",
         "5-minute load average",
         Unit::Load,
         Instant,
         |s| Some(Rounded(s.model.load[1])),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_load5", 1.0)),
     metric(
         "load.fifteen",
         "15-minute load average",
         Unit::Load,
         Instant,
         |s| Some(Rounded(s.model.load[2])),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_load15", 1.0)),
     metric(
         "psi.cpu.some",
         "CPU pressure, some, avg10 %",
@@ -300,35 +331,40 @@ pub const METRICS: &[Metric] = &[
     ),
     metric("procs.count", "processes", Unit::Count, Instant, |s| {
         Some(Int(s.model.process_count))
-    }),
+    })
+    .exported(Prom::Gauge("kernstat_processes", 1.0)),
     metric(
         "procs.blocked",
         "processes in D",
         Unit::Count,
         Instant,
         |s| Some(Int(s.model.blocked_procs)),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_processes_blocked", 1.0)),
     metric(
         "procs.zombie",
         "zombie processes",
         Unit::Count,
         Instant,
         |s| Some(Int(s.model.zombie_procs)),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_processes_zombie", 1.0)),
     metric(
         "tasks.count",
         "tasks (threads)",
         Unit::Count,
         Instant,
         |s| Some(Int(s.model.task_count)),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_tasks", 1.0)),
     metric(
         "tasks.running",
         "tasks running or runnable",
         Unit::Count,
         Instant,
         |s| Some(Int(s.model.running_tasks)),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_tasks_running", 1.0)),
     metric(
         "top.cpu",
         "top 5 processes by CPU % [{pid, comm, value}]",
@@ -356,7 +392,8 @@ pub const METRICS: &[Metric] = &[
         Unit::Percent,
         Rate,
         |s| s.model.gpu_busy_percent.map(Rounded),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_gpu_busy_ratio", 0.01)),
     metric(
         "gpu.freq_mhz",
         "GPU frequency, MHz",
@@ -369,7 +406,8 @@ pub const METRICS: &[Metric] = &[
                 .and_then(|g| g.freq_mhz)
                 .map(|f| Int(f.into()))
         },
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_gpu_frequency_hertz", 1e6)),
     metric(
         "power.profile",
         "platform power profile",
@@ -382,14 +420,16 @@ pub const METRICS: &[Metric] = &[
                 .as_ref()
                 .map(|p| Value::Text(p.as_str()))
         },
-    ),
+    )
+    .exported(Prom::Info("kernstat_power_profile", "profile")),
     metric(
         "battery.percent",
         "battery charge %",
         Unit::Percent,
         Instant,
         |s| s.model.hw.battery.map(|b| Value::Single(b.percent)),
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_battery_charge_ratio", 0.01)),
     metric(
         "battery.status",
         "Charging, Discharging, Full, ...",
@@ -402,7 +442,8 @@ pub const METRICS: &[Metric] = &[
                 .as_ref()
                 .map(|b| Value::Text(b.status.as_str()))
         },
-    ),
+    )
+    .exported(Prom::Info("kernstat_battery_status", "status")),
     metric(
         "battery.power_w",
         "battery power draw, W",
@@ -415,7 +456,8 @@ pub const METRICS: &[Metric] = &[
                 .and_then(|b| b.power_w)
                 .map(Value::Single)
         },
-    ),
+    )
+    .exported(Prom::Gauge("kernstat_battery_power_watts", 1.0)),
     metric(
         "level",
         "alert level: normal, warning, critical",
@@ -425,7 +467,8 @@ pub const METRICS: &[Metric] = &[
     ),
     metric("source", "bpf or procfs", Unit::Text, Instant, |s| {
         Some(Value::Text(s.model.source.as_str()))
-    }),
+    })
+    .exported(Prom::Info("kernstat_source", "source")),
     metric(
         "snapshot",
         "every metric and process (the `kernstat snapshot --json` object)",

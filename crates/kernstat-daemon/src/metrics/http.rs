@@ -1,0 +1,244 @@
+//! The HTTP side of the Prometheus endpoint (hyper, HTTP/1.1), built to survive the
+//! clients of an open port: `GET /metrics` (and `HEAD`) and a short page at `/`;
+//! other paths get 404, other methods 405.
+//!
+//! Limits, each with the attack it answers:
+//! - at most [`MAX_CONNECTIONS`] connections; more are closed at once (a flood of
+//!   connections cannot exhaust the daemon's file descriptors, which the socket clients
+//!   need);
+//! - request headers within [`HEADER_TIMEOUT`] (slowloris), at most 16 KiB of buffer
+//!   (huge headers);
+//! - a connection lives at most [`CONNECTION_LIFETIME`], then is closed gracefully (an
+//!   idle keep-alive connection cannot hold a slot forever);
+//! - a request body is never read.
+//!
+//! The endpoint runs on the daemon's runtime but shares nothing with the socket server
+//! but the latest sample, which it reads without waiting for the sampler.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use super::Exporter;
+
+/// Most connections served at once.
+pub const MAX_CONNECTIONS: usize = 256;
+/// A client must send its request headers within this time.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// A connection is closed (gracefully) after this long.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(120);
+
+/// What a scraper that wants protobuf (native histograms) sends in Accept.
+const PROTOBUF: &str = "application/vnd.google.protobuf";
+const PROTOBUF_TYPE: &str =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
+const OPENMETRICS_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const TEXT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+const INDEX: &str = "<html><head><title>kernstat</title></head><body>\
+<h1>kernstat</h1><p><a href=\"/metrics\">Metrics</a></p></body></html>\n";
+
+fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(CONTENT_TYPE, v);
+    }
+    r
+}
+
+/// Whether the Accept header asks for Prometheus' delimited protobuf.
+pub fn wants_protobuf(accept: &str) -> bool {
+    accept.split(',').any(|part| {
+        let p = part.trim();
+        p.starts_with(PROTOBUF)
+            && p.contains("io.prometheus.client.MetricFamily")
+            && p.contains("encoding=delimited")
+    })
+}
+
+/// Whether the Accept header takes OpenMetrics text (Prometheus does; curl and
+/// promtool get the classic text format).
+pub fn wants_openmetrics(accept: &str) -> bool {
+    accept.contains("application/openmetrics-text")
+}
+
+/// The classic text format (0.0.4) from OpenMetrics text: a counter family is named
+/// after its samples (`x_total`, where OpenMetrics names it `x`), and there is no EOF
+/// marker. Everything else is the same in both formats for the series served here
+/// (no units, no info or stateset types, no exemplars, no created timestamps).
+pub fn openmetrics_to_text(om: &str) -> String {
+    let mut out = String::with_capacity(om.len() + 512);
+    let mut lines = om.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line == "# EOF" {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split(' ').next().unwrap_or("");
+            let counter = lines
+                .peek()
+                .is_some_and(|next| *next == format!("# TYPE {name} counter"));
+            if counter {
+                out.push_str(&format!("# HELP {name}_total{}\n", &rest[name.len()..]));
+                out.push_str(&format!("# TYPE {name}_total counter\n"));
+                lines.next();
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Answers one request.
+pub fn respond<B>(exporter: &Arc<Exporter>, req: &Request<B>) -> Response<Full<Bytes>> {
+    let path = req.uri().path();
+    let known = path == "/metrics" || path == "/";
+    if !known {
+        return reply(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "not found; try /metrics\n",
+        );
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = reply(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            "only GET and HEAD\n",
+        );
+        r.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
+    }
+    if path == "/" {
+        return reply(StatusCode::OK, "text/html; charset=utf-8", INDEX);
+    }
+    let accept = req
+        .headers()
+        .get(ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let encoded = if wants_protobuf(accept) {
+        exporter
+            .encode_protobuf()
+            .map(|b| reply(StatusCode::OK, PROTOBUF_TYPE, b))
+    } else if wants_openmetrics(accept) {
+        exporter
+            .encode_text()
+            .map(|t| reply(StatusCode::OK, OPENMETRICS_TYPE, t))
+    } else {
+        exporter
+            .encode_text()
+            .map(|t| reply(StatusCode::OK, TEXT_TYPE, openmetrics_to_text(&t)))
+    };
+    encoded.unwrap_or_else(|_| {
+        reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain",
+            "encoding failed\n",
+        )
+    })
+}
+
+/// Serves `listener` until `shutdown` resolves. Must run on a tokio runtime.
+pub async fn serve(
+    listener: std::net::TcpListener,
+    exporter: Arc<Exporter>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let listener = TcpListener::from_std(listener)?;
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    // EMFILE and friends: back off a moment rather than spin.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => return Ok(()),
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let exporter = exporter.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let r = respond(&exporter, &req);
+                async move { Ok::<_, Infallible>(r) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(16 * 1024)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = tokio::time::sleep(CONNECTION_LIFETIME) => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(HEADER_TIMEOUT, conn).await;
+                }
+            }
+            drop(permit);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protobuf_only_when_asked_for_the_delimited_metric_families() {
+        assert!(wants_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,application/openmetrics-text;version=1.0.0;q=0.5"));
+        assert!(!wants_protobuf("text/plain;version=0.0.4;q=0.3,*/*;q=0.2"));
+        assert!(!wants_protobuf(""));
+    }
+
+    #[test]
+    fn classic_text_names_counter_families_after_their_samples() {
+        let om = "# HELP a_seconds time\n# TYPE a_seconds counter\na_seconds_total 1.5\n\
+                  # HELP b_bytes size\n# TYPE b_bytes gauge\nb_bytes 3\n# EOF\n";
+        assert_eq!(
+            openmetrics_to_text(om),
+            "# HELP a_seconds_total time\n# TYPE a_seconds_total counter\na_seconds_total 1.5\n\
+             # HELP b_bytes size\n# TYPE b_bytes gauge\nb_bytes 3\n"
+        );
+    }
+
+    #[test]
+    fn paths_and_methods() {
+        let e = Exporter::new(10);
+        let get = |m: Method, p: &str| {
+            let req = Request::builder().method(m).uri(p).body(()).unwrap();
+            respond(&e, &req).status()
+        };
+        assert_eq!(get(Method::GET, "/metrics"), StatusCode::OK);
+        assert_eq!(get(Method::HEAD, "/metrics"), StatusCode::OK);
+        assert_eq!(get(Method::GET, "/"), StatusCode::OK);
+        assert_eq!(
+            get(Method::POST, "/metrics"),
+            StatusCode::METHOD_NOT_ALLOWED
+        );
+        assert_eq!(get(Method::GET, "/../etc/passwd"), StatusCode::NOT_FOUND);
+        assert_eq!(get(Method::DELETE, "/nope"), StatusCode::NOT_FOUND);
+    }
+}

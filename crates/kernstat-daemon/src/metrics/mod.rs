@@ -1,0 +1,617 @@
+//! The Prometheus endpoint's series: what the daemon already samples, as counters,
+//! gauges and histograms, encoded with prometheus-client (OpenMetrics text, or
+//! Prometheus protobuf with native histograms when the scraper asks for it).
+//!
+//! The sampler publishes a [`MetricsSample`] after each tick (an `Arc` swapped under a
+//! mutex held for the swap only); a scrape encodes the latest one. A scrape therefore
+//! never waits for a sample, never takes the sampler's locks, and two scrapes of the
+//! same sample give the same numbers.
+//!
+//! - Gauges and info metrics of the machine come from the daemon's key table
+//!   (providers/system.rs: the `prom` column), so a key and its series cannot disagree.
+//! - Counters come from the kernel's cumulative counters (CPU busy time per core and for
+//!   the machine, pressure stall time, swap traffic), passed through [`Monotonic`] so
+//!   that they never go backwards across scrapes whatever the sampling interval.
+//! - Per-process series are bounded: the top N processes by each measure.
+//! - Histograms (run-queue latency, write sizes) only when their collectors are loaded
+//!   (`--collect`): their hooks cost on every event.
+//! - kernstat's own cost: its CPU time and the run time and count of each BPF program.
+
+pub mod buckets;
+pub mod http;
+
+use std::sync::{Arc, Mutex};
+
+use kernstat_model::hist::Hist;
+use kernstat_model::raw::SystemSample;
+use kernstat_model::writes::SIZE_SLOTS;
+use kernstat_model::{Model, ProcRate};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    DescriptorEncoder, MetricEncoder, NativeHistogram, NativeHistogramBuckets,
+};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use crate::providers::system::{Prom, Sample, METRICS};
+
+/// A counter that only goes forward: each reading adds its increase over the previous
+/// one (a reading below the previous is taken as a restart of the source and adds 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Monotonic {
+    last: Option<u64>,
+    total: u64,
+}
+
+impl Monotonic {
+    /// Takes a reading; returns the counter's value.
+    pub fn observe(&mut self, reading: u64) -> u64 {
+        match self.last {
+            None => self.total = reading,
+            Some(prev) => self.total = self.total.saturating_add(reading.saturating_sub(prev)),
+        }
+        self.last = Some(reading);
+        self.total
+    }
+
+    /// The counter's value.
+    pub fn value(&self) -> u64 {
+        self.total
+    }
+}
+
+/// The machine's cumulative counters, kept monotonic.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    /// Machine-wide busy time, ns.
+    pub busy_ns: Monotonic,
+    /// Per-CPU busy time, ns.
+    pub core_busy_ns: Vec<Monotonic>,
+    /// Swapped in / out, bytes.
+    pub swap_in_bytes: Monotonic,
+    /// Swapped out, bytes.
+    pub swap_out_bytes: Monotonic,
+    /// Pressure stall time, µs: cpu some, memory some/full, io some/full.
+    pub psi_us: [Monotonic; 5],
+}
+
+impl Counters {
+    /// Takes the counters of one raw sample.
+    pub fn observe(&mut self, sys: &SystemSample) {
+        self.busy_ns.observe(sys.busy_ns);
+        self.core_busy_ns.resize(
+            sys.cores.len().max(self.core_busy_ns.len()),
+            Monotonic::default(),
+        );
+        for (c, t) in self.core_busy_ns.iter_mut().zip(&sys.cores) {
+            c.observe(t.busy_ns);
+        }
+        let page = if sys.page_size == 0 {
+            4096
+        } else {
+            sys.page_size
+        };
+        self.swap_in_bytes
+            .observe(sys.swap_in_pages.saturating_mul(page));
+        self.swap_out_bytes
+            .observe(sys.swap_out_pages.saturating_mul(page));
+        let psi = [
+            sys.psi.cpu_some,
+            sys.psi.memory_some,
+            sys.psi.memory_full,
+            sys.psi.io_some,
+            sys.psi.io_full,
+        ];
+        for (m, line) in self.psi_us.iter_mut().zip(psi) {
+            if let Some(l) = line {
+                m.observe(l.total_us);
+            }
+        }
+    }
+}
+
+/// One BPF program's run-time statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProgramStats {
+    /// Which collector loaded it ("sampler", "runqlat", "writes").
+    pub collector: &'static str,
+    /// The program's name.
+    pub program: String,
+    /// Nanoseconds it ran while statistics were on.
+    pub run_time_ns: u64,
+    /// Times it ran while statistics were on.
+    pub run_count: u64,
+}
+
+/// A write- or read-size histogram of one (syscall, file kind).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SizeSeries {
+    /// "write", "pwrite64", ...
+    pub syscall: &'static str,
+    /// "file", "pipe", "socket", ...
+    pub kind: String,
+    /// Calls per log2 size slot (size asked for).
+    pub slots: [u64; SIZE_SLOTS],
+    /// Bytes asked for, in all.
+    pub bytes: u64,
+}
+
+/// Everything one scrape reports; published by the sampler after each tick.
+#[derive(Clone, Debug, Default)]
+pub struct MetricsSample {
+    /// The latest model (gauges, per-process figures).
+    pub model: Model,
+    /// Wall time of the sample, µs.
+    pub sample_us: f64,
+    /// The machine's counters.
+    pub counters: Counters,
+    /// Run-queue latency of the machine (µs slots), when runqlat is collected.
+    pub runq: Option<Hist>,
+    /// Run-queue latency per CPU, when runqlat is collected.
+    pub runq_per_cpu: Vec<Hist>,
+    /// Write sizes per syscall and file kind, when writes are collected.
+    pub writes: Vec<SizeSeries>,
+    /// kernstat's own CPU time (all threads, exited ones included), ns.
+    pub self_cpu_ns: u64,
+    /// kernstat's resident memory, bytes.
+    pub self_rss_bytes: u64,
+    /// Its BPF programs' statistics.
+    pub programs: Vec<ProgramStats>,
+    /// Whether the kernel's BPF statistics are on (else run times read 0).
+    pub bpf_stats: bool,
+}
+
+/// What the endpoint serves from.
+#[derive(Debug)]
+pub struct Exporter {
+    latest: Mutex<Option<Arc<MetricsSample>>>,
+    top: usize,
+    scrapes: std::sync::atomic::AtomicU64,
+}
+
+impl Exporter {
+    /// An exporter with no sample yet; per-process series for the top `top` processes.
+    pub fn new(top: usize) -> Arc<Self> {
+        Arc::new(Exporter {
+            latest: Mutex::new(None),
+            top,
+            scrapes: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// Publishes a sample (the lock is held for the pointer swap only).
+    pub fn publish(&self, s: MetricsSample) {
+        let s = Arc::new(s);
+        if let Ok(mut l) = self.latest.lock() {
+            *l = Some(s);
+        }
+    }
+
+    /// The latest sample.
+    pub fn latest(&self) -> Option<Arc<MetricsSample>> {
+        self.latest.lock().ok().and_then(|l| l.clone())
+    }
+
+    /// Scrapes served.
+    pub fn scrapes(&self) -> u64 {
+        self.scrapes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn registry(self: &Arc<Self>) -> Registry {
+        let mut r = Registry::default();
+        r.register_collector(Box::new(Scrape(self.clone())));
+        r
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode_text(self: &Arc<Self>) -> Result<String, std::fmt::Error> {
+        self.scrapes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut out = String::with_capacity(32 * 1024);
+        prometheus_client::encoding::text::encode(&mut out, &self.registry())?;
+        Ok(out)
+    }
+
+    /// The Prometheus protobuf exposition (length-delimited MetricFamily messages).
+    pub fn encode_protobuf(self: &Arc<Self>) -> Result<Vec<u8>, std::fmt::Error> {
+        self.scrapes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        prometheus_client::encoding::prometheus_protobuf::encode_to_vec(&self.registry())
+            .map_err(|_| std::fmt::Error)
+    }
+}
+
+#[derive(Debug)]
+struct Scrape(Arc<Exporter>);
+
+fn family(
+    enc: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    body: impl FnOnce(&mut MetricEncoder<'_>) -> Result<(), std::fmt::Error>,
+) -> Result<(), std::fmt::Error> {
+    let mut m = enc.encode_descriptor(name, help, None, kind)?;
+    body(&mut m)
+}
+
+/// An info metric as the text format 0.0.4 knows it (node_exporter's `*_info` gauges):
+/// `name_info{label="value"} 1`. OpenMetrics' info type would break 0.0.4 parsers.
+fn info(
+    enc: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    label: &str,
+    value: &str,
+) -> Result<(), std::fmt::Error> {
+    let full = format!("{name}_info");
+    let mut m = enc.encode_descriptor(&full, help, None, MetricType::Gauge)?;
+    m.encode_family(&[(label, value)])?.encode_gauge(&1u64)
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn proc_labels(p: &ProcRate) -> [(&'static str, String); 2] {
+    [
+        ("pid", p.pid.to_string()),
+        ("comm", p.comm.as_str().to_string()),
+    ]
+}
+
+/// The `n` processes with the largest `key` (ties: lower pid first), largest first.
+fn top_by(procs: &[ProcRate], n: usize, key: impl Fn(&ProcRate) -> f64) -> Vec<&ProcRate> {
+    let mut v: Vec<&ProcRate> = procs.iter().filter(|p| !p.kthread).collect();
+    v.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.pid.cmp(&b.pid)));
+    v.truncate(n);
+    v
+}
+
+fn histogram(m: &mut MetricEncoder<'_>, e: &buckets::Encoded) -> Result<(), std::fmt::Error> {
+    match &e.native {
+        Some(n) => m.encode_histogram_with_native::<Vec<(String, String)>>(
+            e.sum,
+            e.count,
+            &e.classic,
+            None,
+            NativeHistogram {
+                schema: 0,
+                zero_threshold: buckets::ZERO_THRESHOLD,
+                zero_count: 0,
+                negative: NativeHistogramBuckets {
+                    spans: &[],
+                    deltas: &[],
+                },
+                positive: NativeHistogramBuckets {
+                    spans: &n.spans,
+                    deltas: &n.deltas,
+                },
+                created: None,
+            },
+        ),
+        None => m.encode_histogram::<Vec<(String, String)>>(e.sum, e.count, &e.classic, None),
+    }
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut enc: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let Some(s) = self.0.latest() else {
+            return Ok(());
+        };
+        let top = self.0.top;
+        let sample = Sample {
+            model: &s.model,
+            sample_us: s.sample_us,
+        };
+
+        // Gauges and info metrics from the key table.
+        for m in METRICS {
+            match m.prom {
+                Prom::None => {}
+                Prom::Gauge(name, scale) => {
+                    if let Some(v) = (m.value)(&sample).and_then(|v| v.as_f64()) {
+                        family(&mut enc, name, m.help, MetricType::Gauge, |e| {
+                            e.encode_gauge(&(v * scale))
+                        })?;
+                    }
+                }
+                Prom::Info(name, label) => {
+                    if let Some(crate::providers::system::Value::Text(t)) = (m.value)(&sample) {
+                        info(&mut enc, name, m.help, label, t)?;
+                    }
+                }
+            }
+        }
+
+        // Counters.
+        let c = &s.counters;
+        family(
+            &mut enc,
+            "kernstat_system_cpu_busy_seconds",
+            "CPU time spent busy, all CPUs together (BPF: the sum of every task's run time; procfs: /proc/stat)",
+            MetricType::Counter,
+            |e| e.encode_counter::<Vec<(String, String)>, f64, f64>(&secs(c.busy_ns.value()), None),
+        )?;
+        family(
+            &mut enc,
+            "kernstat_cpu_busy_seconds",
+            "CPU time each CPU spent busy (/proc/stat: everything but idle and iowait)",
+            MetricType::Counter,
+            |e| {
+                for (cpu, b) in c.core_busy_ns.iter().enumerate() {
+                    e.encode_family(&[("cpu", cpu.to_string())])?
+                        .encode_counter::<Vec<(String, String)>, f64, f64>(
+                            &secs(b.value()),
+                            None,
+                        )?;
+                }
+                Ok(())
+            },
+        )?;
+        family(
+            &mut enc,
+            "kernstat_cpus_online",
+            "online CPUs",
+            MetricType::Gauge,
+            |e| e.encode_gauge(&u64::from(s.model.ncpus)),
+        )?;
+        family(
+            &mut enc,
+            "kernstat_swap_in_bytes",
+            "bytes swapped in (/proc/vmstat pswpin)",
+            MetricType::Counter,
+            |e| e.encode_counter::<Vec<(String, String)>, u64, f64>(&c.swap_in_bytes.value(), None),
+        )?;
+        family(
+            &mut enc,
+            "kernstat_swap_out_bytes",
+            "bytes swapped out (/proc/vmstat pswpout)",
+            MetricType::Counter,
+            |e| {
+                e.encode_counter::<Vec<(String, String)>, u64, f64>(&c.swap_out_bytes.value(), None)
+            },
+        )?;
+        let psi = [
+            ("cpu", "some", s.model.psi.cpu_some.is_some()),
+            ("memory", "some", s.model.psi.memory_some.is_some()),
+            ("memory", "full", s.model.psi.memory_full.is_some()),
+            ("io", "some", s.model.psi.io_some.is_some()),
+            ("io", "full", s.model.psi.io_full.is_some()),
+        ];
+        if psi.iter().any(|p| p.2) {
+            family(
+                &mut enc,
+                "kernstat_pressure_stalled_seconds",
+                "time tasks were stalled on a resource (/proc/pressure: some = at least one task, full = all non-idle tasks)",
+                MetricType::Counter,
+                |e| {
+                    for ((resource, kind, present), m) in psi.iter().zip(&c.psi_us) {
+                        if *present {
+                            e.encode_family(&[("resource", *resource), ("kind", *kind)])?
+                                .encode_counter::<Vec<(String, String)>, f64, f64>(
+                                    &(m.value() as f64 / 1e6),
+                                    None,
+                                )?;
+                        }
+                    }
+                    Ok(())
+                },
+            )?;
+        }
+
+        // Per-process series, top N by each measure.
+        let procs = &s.model.procs;
+        family(
+            &mut enc,
+            "kernstat_process_cpu_seconds",
+            "CPU time of a process, its threads and exited threads included (the top processes by CPU use over the last sample)",
+            MetricType::Counter,
+            |e| {
+                for p in top_by(procs, top, |p| p.cpu_percent) {
+                    e.encode_family(&proc_labels(p))?
+                        .encode_counter::<Vec<(String, String)>, f64, f64>(&secs(p.cpu_ns), None)?;
+                }
+                Ok(())
+            },
+        )?;
+        family(
+            &mut enc,
+            "kernstat_process_resident_memory_bytes",
+            "resident memory of a process (the top processes by resident memory)",
+            MetricType::Gauge,
+            |e| {
+                for p in top_by(procs, top, |p| p.rss_bytes as f64) {
+                    e.encode_family(&proc_labels(p))?
+                        .encode_gauge(&p.rss_bytes)?;
+                }
+                Ok(())
+            },
+        )?;
+        let io_top = top_by(procs, top, |p| p.read_bps + p.write_bps);
+        family(
+            &mut enc,
+            "kernstat_process_read_bytes",
+            "bytes a process read from storage (the top processes by storage I/O over the last sample)",
+            MetricType::Counter,
+            |e| {
+                for p in &io_top {
+                    e.encode_family(&proc_labels(p))?
+                        .encode_counter::<Vec<(String, String)>, u64, f64>(&p.read_bytes, None)?;
+                }
+                Ok(())
+            },
+        )?;
+        family(
+            &mut enc,
+            "kernstat_process_written_bytes",
+            "bytes a process wrote to storage (the top processes by storage I/O over the last sample)",
+            MetricType::Counter,
+            |e| {
+                for p in &io_top {
+                    e.encode_family(&proc_labels(p))?
+                        .encode_counter::<Vec<(String, String)>, u64, f64>(&p.write_bytes, None)?;
+                }
+                Ok(())
+            },
+        )?;
+        family(
+            &mut enc,
+            "kernstat_tasks_blocked",
+            "tasks in uninterruptible sleep (D)",
+            MetricType::Gauge,
+            |e| e.encode_gauge(&s.model.blocked_tasks),
+        )?;
+
+        // Histograms the kernel keeps.
+        if let Some(h) = &s.runq {
+            family(
+                &mut enc,
+                "kernstat_runqueue_latency_seconds",
+                "time tasks waited on a run queue between waking up (or being preempted) and running",
+                MetricType::Histogram,
+                |e| histogram(e, &buckets::latency(h, 1e-6)),
+            )?;
+            family(
+                &mut enc,
+                "kernstat_cpu_runqueue_latency_seconds",
+                "run-queue latency per CPU",
+                MetricType::Histogram,
+                |e| {
+                    for (cpu, h) in s.runq_per_cpu.iter().enumerate() {
+                        let labels = [("cpu", cpu.to_string())];
+                        let mut f = e.encode_family(&labels)?;
+                        histogram(&mut f, &buckets::latency(h, 1e-6))?;
+                    }
+                    Ok(())
+                },
+            )?;
+        }
+        if !s.writes.is_empty() {
+            family(
+                &mut enc,
+                "kernstat_write_size_bytes",
+                "sizes asked of write-family system calls, per call and kind of file",
+                MetricType::Histogram,
+                |e| {
+                    for w in &s.writes {
+                        let labels = [("syscall", w.syscall), ("kind", w.kind.as_str())];
+                        let mut f = e.encode_family(&labels)?;
+                        histogram(&mut f, &buckets::sizes(&w.slots, w.bytes))?;
+                    }
+                    Ok(())
+                },
+            )?;
+        }
+
+        // What kernstat itself costs.
+        family(
+            &mut enc,
+            "kernstat_self_cpu_seconds",
+            "CPU time of the kernstat daemon (all its threads; BPF iterators run inside it)",
+            MetricType::Counter,
+            |e| e.encode_counter::<Vec<(String, String)>, f64, f64>(&secs(s.self_cpu_ns), None),
+        )?;
+        family(
+            &mut enc,
+            "kernstat_self_resident_memory_bytes",
+            "resident memory of the kernstat daemon",
+            MetricType::Gauge,
+            |e| e.encode_gauge(&s.self_rss_bytes),
+        )?;
+        family(
+            &mut enc,
+            "kernstat_sample_duration_seconds",
+            "wall time the last sample took",
+            MetricType::Gauge,
+            |e| e.encode_gauge(&(s.sample_us / 1e6)),
+        )?;
+        family(
+            &mut enc,
+            "kernstat_bpf_stats_enabled",
+            "1 when the kernel's BPF run-time statistics are on (program run times are 0 otherwise)",
+            MetricType::Gauge,
+            |e| e.encode_gauge(&u64::from(s.bpf_stats)),
+        )?;
+        if !s.programs.is_empty() {
+            family(
+                &mut enc,
+                "kernstat_bpf_program_run_seconds",
+                "time kernstat's BPF programs ran in other tasks' context (kernel BPF statistics)",
+                MetricType::Counter,
+                |e| {
+                    for p in &s.programs {
+                        e.encode_family(&[
+                            ("collector", p.collector),
+                            ("program", p.program.as_str()),
+                        ])?
+                        .encode_counter::<Vec<(String, String)>, f64, f64>(
+                            &secs(p.run_time_ns),
+                            None,
+                        )?;
+                    }
+                    Ok(())
+                },
+            )?;
+            family(
+                &mut enc,
+                "kernstat_bpf_program_runs",
+                "times kernstat's BPF programs ran (kernel BPF statistics)",
+                MetricType::Counter,
+                |e| {
+                    for p in &s.programs {
+                        e.encode_family(&[
+                            ("collector", p.collector),
+                            ("program", p.program.as_str()),
+                        ])?
+                        .encode_counter::<Vec<(String, String)>, u64, f64>(&p.run_count, None)?;
+                    }
+                    Ok(())
+                },
+            )?;
+        }
+        info(
+            &mut enc,
+            "kernstat_build",
+            "the kernstat daemon's version",
+            "version",
+            env!("CARGO_PKG_VERSION"),
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_counters_never_go_back() {
+        let mut m = Monotonic::default();
+        assert_eq!(m.observe(100), 100);
+        assert_eq!(m.observe(150), 150);
+        assert_eq!(m.observe(120), 150, "a lower reading adds nothing");
+        assert_eq!(m.observe(130), 160, "and counts on from it");
+    }
+
+    #[test]
+    fn top_by_keeps_the_largest_user_processes() {
+        let p = |pid, rss, kthread| ProcRate {
+            pid,
+            rss_bytes: rss,
+            kthread,
+            ..Default::default()
+        };
+        let procs = [
+            p(1, 10, false),
+            p(2, 30, false),
+            p(3, 99, true),
+            p(4, 30, false),
+        ];
+        let top: Vec<u32> = top_by(&procs, 2, |p| p.rss_bytes as f64)
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        assert_eq!(top, [2, 4]);
+    }
+}

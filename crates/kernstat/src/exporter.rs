@@ -1,0 +1,208 @@
+//! What `kernstat daemon --metrics` adds to the daemon: the kernel histograms asked for
+//! with `--collect` (loaded while still privileged), the kernel's BPF statistics, and
+//! after each sample the [`MetricsSample`] the endpoint serves.
+//!
+//! Write sizes are kept as running totals per (syscall, file kind): each sample adds
+//! every (process, syscall, kind) counter's increase since the previous one, and the
+//! counters of processes that exited are deleted from the kernel map (which would
+//! otherwise fill on a machine where processes come and go), so the totals never go
+//! back and the map stays small.
+
+use std::collections::{BTreeMap, HashSet};
+use std::os::fd::BorrowedFd;
+use std::sync::Arc;
+
+use anyhow::Context;
+use kernstat_bpf::runqlat::{self, Runqlat};
+use kernstat_bpf::stats::{prog_run_time, RunTimeStats};
+use kernstat_bpf::writes::{self, Writes};
+use kernstat_daemon::metrics::{Counters, Exporter, MetricsSample, ProgramStats, SizeSeries};
+use kernstat_model::hist::Hist;
+use kernstat_model::writes::{FileKind, SizeStats, Syscall, SIZE_SLOTS};
+use kernstat_model::{Model, RawSample};
+
+use crate::cli::{Collect, DaemonArgs};
+use crate::collect::Collector;
+
+type WriteKey = (u32, Syscall, FileKind);
+
+/// The metrics side of the daemon.
+pub struct MetricsSources {
+    exporter: Arc<Exporter>,
+    runq: Option<Runqlat>,
+    writes: Option<Writes>,
+    write_prev: BTreeMap<WriteKey, SizeStats>,
+    write_totals: BTreeMap<(Syscall, FileKind), ([u64; SIZE_SLOTS], u64)>,
+    counters: Counters,
+    stats: Option<RunTimeStats>,
+}
+
+impl MetricsSources {
+    /// Loads what `args` asks for (call while privileged).
+    pub fn open(args: &DaemonArgs, collector: &Collector) -> anyhow::Result<Self> {
+        let runq = if args.collect.contains(&Collect::Runqlat) {
+            Some(Runqlat::load(&runqlat::Config::default()).context("--collect runqlat")?)
+        } else {
+            None
+        };
+        let writes = if args.collect.contains(&Collect::Writes) {
+            Some(Writes::load(&writes::Config::default()).context("--collect writes")?)
+        } else {
+            None
+        };
+        let any_bpf = collector.sampler().is_some() || runq.is_some() || writes.is_some();
+        let stats = if any_bpf && !args.no_bpf_stats {
+            match RunTimeStats::enable() {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!("kernstat daemon: BPF statistics unavailable ({e}); kernstat_bpf_program_* series read 0");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Ok(MetricsSources {
+            exporter: Exporter::new(args.metrics_top),
+            runq,
+            writes,
+            write_prev: BTreeMap::new(),
+            write_totals: BTreeMap::new(),
+            counters: Counters::default(),
+            stats,
+        })
+    }
+
+    /// The exporter the endpoint serves from.
+    pub fn exporter(&self) -> Arc<Exporter> {
+        self.exporter.clone()
+    }
+
+    /// Whether the histograms can be read with the privileges held now.
+    pub fn readable(&self) -> bool {
+        self.runq.as_ref().is_none_or(|r| r.read_per_cpu().is_ok())
+            && self.writes.as_ref().is_none_or(|w| w.read().is_ok())
+    }
+
+    fn programs(&self, collector: &Collector) -> Vec<ProgramStats> {
+        let mut fds: Vec<(&'static str, String, BorrowedFd<'_>)> = Vec::new();
+        if let Some(s) = collector.sampler() {
+            let [exit, free] = s.hook_programs();
+            fds.push(("sampler", "sample_exit".into(), exit));
+            fds.push(("sampler", "sample_free".into(), free));
+        }
+        if let Some(r) = &self.runq {
+            for (name, fd) in r.programs() {
+                fds.push(("runqlat", name.to_string(), fd));
+            }
+        }
+        let write_progs = self
+            .writes
+            .as_ref()
+            .map(|w| w.programs())
+            .unwrap_or_default();
+        for (name, raw) in &write_progs {
+            // SAFETY: the fd belongs to `self.writes`, alive for this call.
+            fds.push(("writes", name.clone(), unsafe {
+                BorrowedFd::borrow_raw(*raw)
+            }));
+        }
+        fds.into_iter()
+            .filter_map(|(collector, program, fd)| {
+                let t = prog_run_time(fd).ok()?;
+                Some(ProgramStats {
+                    collector,
+                    program,
+                    run_time_ns: t.run_time_ns,
+                    run_count: t.run_cnt,
+                })
+            })
+            .collect()
+    }
+
+    fn update_writes(&mut self, model: &Model) {
+        let Some(w) = &self.writes else {
+            return;
+        };
+        let Ok(cur) = w.read() else {
+            return;
+        };
+        for s in &cur {
+            let key = (s.pid, s.sys, s.kind);
+            let d = match self.write_prev.get(&key) {
+                Some(p) => s.since(p),
+                None => s.clone(),
+            };
+            let (slots, bytes) = self
+                .write_totals
+                .entry((s.sys, s.kind))
+                .or_insert(([0; SIZE_SLOTS], 0));
+            for (t, x) in slots.iter_mut().zip(&d.asked) {
+                *t += x;
+            }
+            *bytes += d.asked_bytes;
+        }
+        self.write_prev = cur
+            .into_iter()
+            .map(|s| ((s.pid, s.sys, s.kind), s))
+            .collect();
+        // Counters of processes that have exited: delete them (their totals are in).
+        let alive: HashSet<u32> = model.procs.iter().map(|p| p.pid).collect();
+        if w.forget(|pid| !alive.contains(&pid)) > 0 {
+            self.write_prev.retain(|k, _| alive.contains(&k.0));
+        }
+    }
+
+    /// Builds and publishes the metrics of one sample.
+    pub fn publish(
+        &mut self,
+        collector: &Collector,
+        cur: &RawSample,
+        model: &Model,
+        sample_us: f64,
+    ) {
+        self.counters.observe(&cur.sys);
+        self.update_writes(model);
+        let (runq, runq_per_cpu) = match self.runq.as_ref().map(|r| r.read_per_cpu()) {
+            Some(Ok(cpus)) => {
+                let mut total = Hist::default();
+                cpus.iter().for_each(|h| total.add(h));
+                (Some(total), cpus)
+            }
+            _ => (None, Vec::new()),
+        };
+        let writes = self
+            .write_totals
+            .iter()
+            .map(|((sys, kind), (slots, bytes))| SizeSeries {
+                syscall: sys.name(false),
+                kind: kind.as_str().to_string(),
+                slots: *slots,
+                bytes: *bytes,
+            })
+            .collect();
+        let sample = MetricsSample {
+            model: model.clone(),
+            sample_us,
+            counters: self.counters.clone(),
+            runq,
+            runq_per_cpu,
+            writes,
+            self_cpu_ns: crate::selfcost::process_cpu_ns(),
+            self_rss_bytes: self_rss_bytes(),
+            programs: self.programs(collector),
+            bpf_stats: self.stats.is_some(),
+        };
+        self.exporter.publish(sample);
+    }
+}
+
+/// This process's resident memory (/proc/self/statm, in pages).
+fn self_rss_bytes() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * page)
+}
