@@ -197,6 +197,8 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         let _ = stopped.await;
     }));
     rt.spawn(daemon.clone().run_providers());
+    // The address actually bound (a port of 0 asks the kernel for a free one).
+    let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
     let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
     let metrics_server = match (metrics_listener, &metrics) {
         (Some(l), Some(m)) => Some(rt.spawn(kernstat_daemon::metrics::http::serve(
@@ -212,7 +214,7 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
     eprintln!(
         "kernstat daemon: listening on {}{} (source {}, every {:?}{})",
         socket.display(),
-        args.metrics
+        metrics_addr
             .map(|a| format!(" and http://{a}/metrics"))
             .unwrap_or_default(),
         collector.source().as_str(),

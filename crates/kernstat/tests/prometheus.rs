@@ -1,0 +1,565 @@
+//! `kernstat daemon --metrics` as a fleet uses it: scraped by the real Prometheus from
+//! Debian, its series checked against /proc, a workload whose memory is known and
+//! `kernstat runqlat` on the same load; `promtool check metrics` on the exposition; the
+//! HTTP side against hostile clients; bad flags. BPF/root and tool gates as usual
+//! (CI=true: nothing is skipped).
+
+mod common;
+use common::run;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kernstat_testkit::{bpf_gate, proc_rss_bytes, proc_stat_busy_ns, tool_gate, Workload};
+use serde_json::Value;
+
+/// A daemon with its metrics endpoint on a port the kernel chose.
+struct Exporter {
+    child: Child,
+    addr: SocketAddr,
+    sock: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Exporter {
+    fn start(extra: &[&str]) -> Self {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("run/sock");
+        let mut args = vec![
+            "daemon",
+            "--socket",
+            sock.to_str().unwrap(),
+            "--interval",
+            "0.5",
+            "--metrics",
+            "127.0.0.1:0",
+        ];
+        args.extend_from_slice(extra);
+        let mut child = common::command()
+            .args(&args)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kernstat daemon");
+        // "kernstat daemon: listening on SOCK and http://ADDR/metrics (...)"
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let addr = loop {
+            line.clear();
+            assert!(
+                err.read_line(&mut line).unwrap() > 0,
+                "the daemon exited before listening"
+            );
+            if let Some(rest) = line.split("http://").nth(1) {
+                break rest.split('/').next().unwrap().parse().unwrap();
+            }
+        };
+        // Keep draining stderr so the daemon never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        let e = Exporter {
+            child,
+            addr,
+            sock,
+            _dir: dir,
+        };
+        let t = Instant::now();
+        while !e.scrape().contains("kernstat_memory_total_bytes") {
+            assert!(t.elapsed() < Duration::from_secs(20), "no sample published");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        e
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/metrics", self.addr)
+    }
+
+    fn scrape(&self) -> String {
+        ureq::get(&self.url())
+            .call()
+            .expect("GET /metrics")
+            .body_mut()
+            .read_to_string()
+            .unwrap()
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of the series `name{labels}` (labels: exact text inside the braces, or "").
+fn series(text: &str, name: &str, labels: &str) -> Option<f64> {
+    let want = if labels.is_empty() {
+        format!("{name} ")
+    } else {
+        format!("{name}{{{labels}}} ")
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix(want.as_str()))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn meminfo_bytes(field: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb: u64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// Every counter's value in a scrape, by series.
+fn counters(text: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (name, v) = l.rsplit_once(' ')?;
+            let base = name.split('{').next()?;
+            let counter =
+                base.ends_with("_total") || base.ends_with("_count") || base.ends_with("_bucket");
+            counter.then_some(())?;
+            Some((name.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn series_match_proc_and_a_known_workload_and_promtool_accepts_them() {
+    if !bpf_gate() || !tool_gate("promtool") {
+        return;
+    }
+    let big = Workload::start(&["alloc", "256"]);
+    let e = Exporter::start(&["--collect", "runqlat,writes", "--metrics-top", "5"]);
+    let first = e.scrape();
+    std::thread::sleep(Duration::from_millis(1500));
+    let text = e.scrape();
+
+    // promtool's linter: names, units, HELP and TYPE in the classic text format.
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Memory against /proc/meminfo.
+    assert_eq!(
+        series(&text, "kernstat_memory_total_bytes", ""),
+        Some(meminfo_bytes("MemTotal:") as f64)
+    );
+    let avail = series(&text, "kernstat_memory_available_bytes", "").unwrap();
+    let want = meminfo_bytes("MemAvailable:") as f64;
+    assert!(
+        (avail - want).abs() / want < 0.02,
+        "available {avail} vs /proc {want}"
+    );
+
+    // The 256 MiB process is among the top 5 by memory, with its /proc RSS.
+    let labels = format!("pid=\"{}\",comm=\"ks-workload\"", big.pid());
+    let rss = series(&text, "kernstat_process_resident_memory_bytes", &labels)
+        .expect("the 256 MiB workload in the top 5 by memory");
+    let proc_rss = proc_rss_bytes(big.pid()) as f64;
+    assert!(rss >= 256.0 * 1048576.0, "{rss}");
+    assert!(
+        (rss - proc_rss).abs() / proc_rss < 0.02,
+        "{rss} vs {proc_rss}"
+    );
+    let per_process = text
+        .lines()
+        .filter(|l| l.starts_with("kernstat_process_resident_memory_bytes{"))
+        .count();
+    assert!(per_process <= 5, "--metrics-top 5 bounds the series");
+
+    // Counters never go back between scrapes.
+    let before = counters(&first);
+    let after = counters(&text);
+    assert!(before.len() > 10, "{before:?}");
+    for (name, v) in &before {
+        if let Some((_, w)) = after.iter().find(|(n, _)| n == name) {
+            assert!(w >= v, "{name} went from {v} to {w}");
+        }
+    }
+    // The histograms and kernstat's own cost are there.
+    assert!(series(&text, "kernstat_runqueue_latency_seconds_count", "").unwrap() > 0.0);
+    assert!(text.contains("kernstat_write_size_bytes_bucket{"));
+    assert!(series(&text, "kernstat_self_cpu_seconds_total", "").unwrap() > 0.0);
+    assert!(text.contains("kernstat_bpf_program_runs_total{collector=\"runqlat\""));
+
+    // Protobuf when a scraper asks for it.
+    let mut r = ureq::get(&e.url())
+        .header(
+            "Accept",
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited",
+        )
+        .call()
+        .unwrap();
+    let ct = r
+        .headers()
+        .get("content-type")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(ct.contains("encoding=delimited"), "{ct}");
+    let body = r.body_mut().read_to_vec().unwrap();
+    assert!(body.len() > 1000);
+}
+
+/// A free loopback port (the kernel's choice; released before returning).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Prometheus {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(target: SocketAddr) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
+                 scrape_configs:\n  - job_name: kernstat\n    static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .unwrap();
+        let port = free_port();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--enable-feature=native-histograms")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus");
+        let p = Prometheus {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            _dir: dir,
+        };
+        let t = Instant::now();
+        while ureq::get(&format!("{}/-/ready", p.base)).call().is_err() {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "prometheus not ready"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        p
+    }
+
+    /// An instant query at `time` (unix seconds): each result's labels and value.
+    fn query(&self, q: &str, time: f64) -> Vec<(Value, f64)> {
+        let text = ureq::get(&format!("{}/api/v1/query", self.base))
+            .query("query", q)
+            .query("time", format!("{time:.3}"))
+            .call()
+            .unwrap_or_else(|e| panic!("{q}: {e}"))
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        let body: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(body["status"], "success", "{q}: {body}");
+        body["data"]["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let v = r["value"][1].as_str().unwrap().parse().unwrap_or(f64::NAN);
+                (r["metric"].clone(), v)
+            })
+            .collect()
+    }
+
+    fn one(&self, q: &str, time: f64) -> f64 {
+        let r = self.query(q, time);
+        assert_eq!(r.len(), 1, "{q}: {r:?}");
+        r[0].1
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        kernstat_testkit::terminate(&mut self.child);
+    }
+}
+
+fn now_s() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[test]
+fn prometheus_scrapes_kernstat() {
+    if !bpf_gate() || !tool_gate("prometheus") || !tool_gate("stress-ng") {
+        return;
+    }
+    let big = Workload::start(&["alloc", "256"]);
+    let e = Exporter::start(&["--collect", "runqlat"]);
+    let prom = Prometheus::start(e.addr);
+    let mut load = Command::new("stress-ng")
+        .args([
+            "--cpu",
+            "1",
+            "--switch",
+            "1",
+            "--timeout",
+            "120s",
+            "--quiet",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Two scrapes in, and the load running for a while.
+    let t = Instant::now();
+    while prom.query("up{job=\"kernstat\"} == 1", now_s()).is_empty()
+        || prom.one("count_over_time(up{job=\"kernstat\"}[1m])", now_s()) < 2.0
+    {
+        assert!(t.elapsed() < Duration::from_secs(30), "no two scrapes");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+
+    // One 10-second window: /proc/stat and kernstat runqlat beside the daemon.
+    let window = 10.0;
+    let rq = common::command()
+        .args(["runqlat", "--json", "10", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (busy0, t0) = (proc_stat_busy_ns(), now_s());
+    std::thread::sleep(Duration::from_secs_f64(window));
+    let (busy1, t1) = (proc_stat_busy_ns(), now_s());
+    let out = rq.wait_with_output().unwrap();
+    // Scrapes trail the kernel by up to a sample interval (0.5 s) plus a scrape
+    // interval (1 s): query the window that ends that much later.
+    std::thread::sleep(Duration::from_secs(2));
+    let at = t1 + 1.5;
+    let ncpus = kernstat_testkit::ncpus() as f64;
+    let proc_busy = (busy1 - busy0) as f64 / ((t1 - t0) * 1e9 * ncpus) * 100.0;
+    let prom_busy = prom.one(
+        "rate(kernstat_system_cpu_busy_seconds_total[10s]) / kernstat_cpus_online * 100",
+        at,
+    );
+    assert!(
+        proc_busy > 40.0,
+        "stress-ng keeps a CPU busy: /proc/stat says {proc_busy:.1} %"
+    );
+    assert!(
+        (prom_busy - proc_busy).abs() <= 5.0,
+        "CPU busy: Prometheus {prom_busy:.1} %, /proc/stat {proc_busy:.1} %"
+    );
+
+    assert_eq!(prom.one("up{job=\"kernstat\"}", at), 1.0);
+    assert_eq!(
+        prom.one("kernstat_memory_total_bytes", at),
+        meminfo_bytes("MemTotal:") as f64
+    );
+    let rss = prom.one(
+        &format!(
+            "kernstat_process_resident_memory_bytes{{pid=\"{}\"}}",
+            big.pid()
+        ),
+        at,
+    );
+    let proc_rss = proc_rss_bytes(big.pid()) as f64;
+    assert!(
+        (rss - proc_rss).abs() / proc_rss < 0.02,
+        "{rss} vs {proc_rss}"
+    );
+
+    // The run-queue histogram, ingested as a native histogram.
+    let line: Value = serde_json::from_slice(&out.stdout).expect("runqlat --json");
+    let (rq_p50_us, rq_count) = (
+        line["p50"].as_f64().unwrap(),
+        line["count"].as_f64().unwrap(),
+    );
+    let p50_us = prom.one(
+        "histogram_quantile(0.5, increase(kernstat_runqueue_latency_seconds[10s])) * 1e6",
+        at,
+    );
+    let count = prom.one(
+        "histogram_count(increase(kernstat_runqueue_latency_seconds[10s]))",
+        at,
+    );
+    assert!(p50_us.is_finite() && p50_us > 0.0, "p50 {p50_us}");
+    // Native schema 0 buckets are a power of two wide: one bucket either way.
+    assert!(
+        p50_us >= rq_p50_us / 2.0 && p50_us <= rq_p50_us * 2.0,
+        "p50: Prometheus {p50_us:.1} µs, kernstat runqlat {rq_p50_us:.1} µs"
+    );
+    // Same load, windows aligned within a scrape or two.
+    assert!(
+        (count - rq_count).abs() / rq_count < 0.35,
+        "events: Prometheus {count:.0}, kernstat runqlat {rq_count:.0}"
+    );
+    kernstat_testkit::terminate(&mut load);
+}
+
+/// Sends raw bytes and returns whatever the server answers before closing or `wait`.
+fn raw(addr: SocketAddr, bytes: &[u8], wait: Duration) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(wait)).unwrap();
+    let _ = s.write_all(bytes);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn hostile_http_clients_cannot_stall_the_sampler_or_the_socket() {
+    if !bpf_gate() {
+        return;
+    }
+    let e = Exporter::start(&[]);
+    let sock = e.sock.to_str().unwrap().to_string();
+    // Other methods and paths.
+    let post = raw(
+        e.addr,
+        b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        Duration::from_secs(2),
+    );
+    assert!(post.starts_with("HTTP/1.1 405"), "{post}");
+    let other = raw(
+        e.addr,
+        b"GET /etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
+        Duration::from_secs(2),
+    );
+    assert!(other.starts_with("HTTP/1.1 404"), "{other}");
+    // A header far larger than the buffer: refused, not buffered.
+    let mut huge = b"GET /metrics HTTP/1.1\r\nX-Big: ".to_vec();
+    huge.extend(std::iter::repeat_n(b'a', 1 << 20));
+    huge.extend_from_slice(b"\r\n\r\n");
+    let answer = raw(e.addr, &huge, Duration::from_secs(5));
+    assert!(
+        answer.is_empty()
+            || answer.starts_with("HTTP/1.1 431")
+            || answer.starts_with("HTTP/1.1 400"),
+        "{answer:.200}"
+    );
+
+    // 1,000 connections that never finish their headers (slowloris), held open.
+    let mut idle: Vec<TcpStream> = Vec::new();
+    for _ in 0..1000 {
+        if let Ok(mut s) = TcpStream::connect(e.addr) {
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: slow");
+            idle.push(s);
+        }
+    }
+    // Meanwhile the socket clients are served, and samples keep coming.
+    let t = Instant::now();
+    for _ in 0..20 {
+        let (code, out, err) = run(&["get", "--socket", &sock, "uptime.seconds"]);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(!out.trim().is_empty());
+    }
+    let (code, out, _) = run(&["get", "--socket", &sock, "--json", "cpu.percent"]);
+    assert_eq!(code, Some(0));
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(
+        v["age_ms"].as_u64().unwrap() < 5000,
+        "the sampler kept publishing: {v}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(30));
+    // The slow clients are cut off at the header timeout (5 s), and a real scrape
+    // then gets through.
+    std::thread::sleep(Duration::from_secs(6));
+    let mut closed = 0;
+    for s in &mut idle {
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut b = [0u8; 512];
+        // Closed: end of stream, an answer (408), or a reset (over the connection cap,
+        // closed with the request unread).
+        let still_open = matches!(
+            s.read(&mut b),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+        );
+        if !still_open {
+            closed += 1;
+        }
+    }
+    assert!(
+        closed > 900,
+        "only {closed} of {} slow clients were closed",
+        idle.len()
+    );
+    drop(idle);
+    assert!(e.scrape().contains("kernstat_memory_total_bytes"));
+}
+
+#[test]
+fn bad_metrics_flags_exit_2_and_start_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("run/sock");
+    let s = sock.to_str().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, _, err) = run(&["daemon", "--no-bpf", "--socket", s, "--metrics", &addr]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--metrics") && err.contains("in use"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
+    assert!(!Path::new(s).exists(), "nothing else started");
+    let (code, _, err) = run(&[
+        "daemon",
+        "--no-bpf",
+        "--socket",
+        s,
+        "--metrics",
+        "localhost",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("invalid socket address"), "{err}");
+    let (code, _, err) = run(&[
+        "daemon",
+        "--no-bpf",
+        "--socket",
+        s,
+        "--metrics",
+        "127.0.0.1:0",
+        "--collect",
+        "tcp",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--collect"), "{err}");
+    assert!(!Path::new(s).exists(), "nothing else started");
+}
