@@ -1,7 +1,9 @@
 # kernstat: the two Quick start commands, and a few helpers.
 #   make run    build (installing what is missing) and run `kernstat bar`
 #   make test   install what the tests need, then format check, clippy and every test
-.PHONY: run test build deps deps-test bench fuzz
+#   make install / make uninstall   (PREFIX=/usr/local, DESTDIR= for staging)
+#   make deb    a Debian package in target/debian/
+.PHONY: run test build deps deps-test bench fuzz install uninstall deb
 
 run: deps
 	cargo build --release
@@ -38,3 +40,53 @@ fuzz:
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-render --test props
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-sources --test props
 	PROPTEST_CASES=$$(( $(FUZZ_CASES) / 10 )) cargo test --release -p kernstat-sources --test fake_sysfs any_file
+
+# Installation: the binary, the systemd units (system and user), the sysusers entry for
+# the system daemon's user, shell completions and man pages generated from the binary's
+# own flags. KERNSTAT_BIN installs another build (the package test uses the test build).
+PREFIX ?= /usr/local
+DESTDIR ?=
+KERNSTAT_BIN ?= target/release/kernstat
+BINDIR = $(PREFIX)/bin
+UNITDIR = $(PREFIX)/lib/systemd/system
+USERUNITDIR = $(PREFIX)/lib/systemd/user
+SYSUSERSDIR = $(PREFIX)/lib/sysusers.d
+MANDIR = $(PREFIX)/share/man/man1
+BASHDIR = $(PREFIX)/share/bash-completion/completions
+ZSHDIR = $(PREFIX)/share/zsh/vendor-completions
+FISHDIR = $(PREFIX)/share/fish/vendor_completions.d
+GEN = target/generated
+
+$(GEN): $(KERNSTAT_BIN)
+	rm -rf $(GEN) && mkdir -p $(GEN)/man
+	$(KERNSTAT_BIN) completions bash > $(GEN)/kernstat.bash
+	$(KERNSTAT_BIN) completions zsh > $(GEN)/_kernstat
+	$(KERNSTAT_BIN) completions fish > $(GEN)/kernstat.fish
+	$(KERNSTAT_BIN) manpages $(GEN)/man
+	gzip -9n $(GEN)/man/*.1
+
+target/release/kernstat:
+	@scripts/deps.sh build
+	cargo build --release
+
+install: $(GEN)
+	install -Dm755 $(KERNSTAT_BIN) $(DESTDIR)$(BINDIR)/kernstat
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR)
+	sed 's|/usr/bin/kernstat|$(BINDIR)/kernstat|' dist/systemd/kernstat.service > $(DESTDIR)$(UNITDIR)/kernstat.service
+	sed 's|/usr/bin/kernstat|$(BINDIR)/kernstat|' dist/systemd/user/kernstat.service > $(DESTDIR)$(USERUNITDIR)/kernstat.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/kernstat.service $(DESTDIR)$(USERUNITDIR)/kernstat.service
+	install -Dm644 dist/sysusers.d/kernstat.conf $(DESTDIR)$(SYSUSERSDIR)/kernstat.conf
+	install -Dm644 $(GEN)/kernstat.bash $(DESTDIR)$(BASHDIR)/kernstat
+	install -Dm644 $(GEN)/_kernstat $(DESTDIR)$(ZSHDIR)/_kernstat
+	install -Dm644 $(GEN)/kernstat.fish $(DESTDIR)$(FISHDIR)/kernstat.fish
+	install -d $(DESTDIR)$(MANDIR)
+	install -m644 $(GEN)/man/*.1.gz $(DESTDIR)$(MANDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/kernstat $(DESTDIR)$(UNITDIR)/kernstat.service \
+		$(DESTDIR)$(USERUNITDIR)/kernstat.service $(DESTDIR)$(SYSUSERSDIR)/kernstat.conf \
+		$(DESTDIR)$(BASHDIR)/kernstat $(DESTDIR)$(ZSHDIR)/_kernstat $(DESTDIR)$(FISHDIR)/kernstat.fish \
+		$(DESTDIR)$(MANDIR)/kernstat.1.gz $(DESTDIR)$(MANDIR)/kernstat-*.1.gz
+
+deb:
+	scripts/deb.sh

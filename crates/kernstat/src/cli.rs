@@ -39,6 +39,35 @@ pub enum Command {
     Watch(WatchArgs),
     /// The daemon's state.
     Status(StatusArgs),
+    /// What this kernel and these privileges allow, and which path each command takes.
+    Doctor(DoctorArgs),
+    /// Shell completions (bash, zsh, fish) on standard output.
+    Completions(CompletionsArgs),
+    /// Writes the man pages (kernstat.1, kernstat-COMMAND.1) into a directory.
+    #[command(hide = true)]
+    Manpages(ManpagesArgs),
+}
+
+/// `kernstat doctor`.
+#[derive(Clone, Debug, Args)]
+pub struct DoctorArgs {
+    /// One JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `kernstat completions`.
+#[derive(Clone, Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+}
+
+/// `kernstat manpages`.
+#[derive(Clone, Debug, Args)]
+pub struct ManpagesArgs {
+    /// Where to write them.
+    pub dir: PathBuf,
 }
 
 /// Output formats of `bar`.

@@ -105,6 +105,9 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         },
         None => None,
     };
+    // The address actually bound (a port of 0 asks the kernel for a free one), asked
+    // now: getsockname is not in the --system seccomp allow-list.
+    let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
 
     // A socket directory another user could have made (or replace files in) is refused
     // before anything is loaded: one sentence, exit 2.
@@ -197,8 +200,6 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         let _ = stopped.await;
     }));
     rt.spawn(daemon.clone().run_providers());
-    // The address actually bound (a port of 0 asks the kernel for a free one).
-    let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
     let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
     let metrics_server = match (metrics_listener, &metrics) {
         (Some(l), Some(m)) => Some(rt.spawn(kernstat_daemon::metrics::http::serve(

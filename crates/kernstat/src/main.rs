@@ -10,6 +10,8 @@ mod cli;
 mod client;
 mod collect;
 mod daemon;
+mod docs;
+mod doctor;
 mod exporter;
 mod instance;
 mod interval;
@@ -40,6 +42,9 @@ fn main() {
         cli::Command::Get(a) => Ok(client::get(a)),
         cli::Command::Watch(a) => Ok(client::watch(a)),
         cli::Command::Status(a) => Ok(client::status(a)),
+        cli::Command::Doctor(a) => doctor::run(a),
+        cli::Command::Completions(a) => docs::completions(a),
+        cli::Command::Manpages(a) => docs::manpages(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

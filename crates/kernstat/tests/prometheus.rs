@@ -563,3 +563,26 @@ fn bad_metrics_flags_exit_2_and_start_nothing() {
     assert!(err.contains("--collect"), "{err}");
     assert!(!Path::new(s).exists(), "nothing else started");
 }
+
+#[test]
+fn a_system_daemon_serves_metrics_after_dropping_to_nobody() {
+    if !bpf_gate() {
+        return;
+    }
+    // --system: BPF loaded and both sockets bound as root, then user nobody without
+    // capabilities under the seccomp allow-list, which the HTTP server must live with.
+    let e = Exporter::start(&["--system", "--collect", "runqlat,writes"]);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", e.child.id())).unwrap();
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    assert!(uid.contains("65534"), "{uid}");
+    let cap_eff = status.lines().find(|l| l.starts_with("CapEff:")).unwrap();
+    assert!(cap_eff.ends_with("0000000000000000"), "{cap_eff}");
+    std::thread::sleep(Duration::from_millis(1200));
+    let text = e.scrape();
+    assert!(series(&text, "kernstat_runqueue_latency_seconds_count", "").unwrap() > 0.0);
+    assert!(
+        text.contains("kernstat_write_size_bytes_count{"),
+        "writes readable as nobody"
+    );
+    assert!(series(&text, "kernstat_memory_total_bytes", "").is_some());
+}

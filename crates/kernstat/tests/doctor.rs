@@ -1,0 +1,117 @@
+//! `kernstat doctor` says what the system says: each fact against the file it comes
+//! from, and each predicted path against the path the command then takes (the banner
+//! `runqlat` and `writes` print). As root and as an unprivileged user.
+
+mod common;
+use common::run;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use kernstat_testkit::{bpf_gate, tool_gate, Workload};
+use serde_json::Value;
+
+fn doctor_json(out: &str) -> Value {
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The attachment a command reports on stderr ("Tracing ... (ATTACH...").
+fn banner_attach(args: &[&str]) -> String {
+    let (code, _, err) = run(args);
+    assert_eq!(code, Some(0), "{args:?}: {err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("Tracing"))
+        .unwrap_or_else(|| panic!("no banner: {err}"));
+    line.split('(')
+        .nth(1)
+        .unwrap()
+        .split([',', ')'])
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn facts_match_the_system_and_paths_match_what_commands_do() {
+    if !bpf_gate() {
+        return;
+    }
+    let (code, out, err) = run(&["doctor", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v = doctor_json(&out);
+    assert_eq!(v["btf"], Path::new("/sys/kernel/btf/vmlinux").exists());
+    assert_eq!(v["root"], true);
+    assert_eq!(v["bpf_privileges"], true);
+    assert_eq!(
+        v["unprivileged_bpf_disabled"].as_str(),
+        std::fs::read_to_string("/proc/sys/kernel/unprivileged_bpf_disabled")
+            .ok()
+            .as_deref()
+            .map(str::trim)
+    );
+    assert_eq!(
+        v["tracefs"],
+        Path::new("/sys/kernel/tracing/events").exists()
+    );
+    // What runqlat and writes then attach with.
+    let rq = banner_attach(&["runqlat", "1", "1"]);
+    let expect_rq = if v["tp_btf"] == true {
+        "tp_btf"
+    } else {
+        "raw_tp"
+    };
+    assert_eq!(rq, expect_rq);
+    assert!(v["paths"]["runqlat"]
+        .as_str()
+        .unwrap()
+        .starts_with(expect_rq.split('_').next().unwrap()));
+    let idle = Workload::start(&["alloc", "1"]);
+    let pid = idle.pid().to_string();
+    let wr = banner_attach(&["writes", "-p", &pid, "1", "1"]);
+    let fexit = v["fexit"] == true;
+    assert_eq!(wr, if fexit { "fexit" } else { "tracepoints" });
+    assert_eq!(
+        v["paths"]["writes"],
+        if fexit {
+            "fexit on the syscall wrappers"
+        } else {
+            "syscall tracepoints"
+        }
+    );
+    // The text form says the same.
+    let (code, text, _) = run(&["doctor"]);
+    assert_eq!(code, Some(0));
+    assert!(text.contains("can load BPF              yes"), "{text}");
+}
+
+#[test]
+fn an_unprivileged_user_is_told_what_to_do() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !kernstat_testkit::gate("root (to fork an unprivileged user)", root, || {
+        "not root".into()
+    }) || !tool_gate("setpriv")
+    {
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(common::kernstat())
+        .args(["doctor"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "procfs only: exit 1\n{text}");
+    assert!(text.contains("can load BPF              no"), "{text}");
+    if Path::new("/sys/kernel/btf/vmlinux").exists() {
+        assert!(text.contains("setcap cap_bpf,cap_perfmon+ep"), "{text}");
+    }
+    assert!(text.contains("bar, snapshot, daemon   procfs"), "{text}");
+}
