@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon (default: all). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics (default: all). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -302,6 +302,80 @@ section_daemon() {
   rm -rf "$dir"
 }
 
+# Scrapes of kernstat's /metrics beside node_exporter's, one after the other in the same
+# run: wall time per scrape (p50, p99), CPU per scrape (the server's threads' run time
+# from /proc/PID/task/*/schedstat over the batch / scrapes), bytes, resident memory.
+# kernstat samples every 60 s here, so a batch measures serving only; node_exporter
+# collects inside each scrape. Then the daemon's whole cost at a 15 s interval.
+scrape_bench() {
+  python3 - "$@" <<'PY'
+import http.client, sys, time, glob
+def cpu(pid):
+    t = 0
+    for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try: t += int(open(f).read().split()[0])
+        except OSError: pass
+    return t
+def bench(name, pid, port, n, accept):
+    c = http.client.HTTPConnection("127.0.0.1", port)
+    walls, size = [], 0
+    for _ in range(5):
+        c.request("GET", "/metrics", headers={"Accept": accept}); c.getresponse().read()
+    c0 = cpu(pid)
+    for _ in range(n):
+        t = time.perf_counter()
+        c.request("GET", "/metrics", headers={"Accept": accept})
+        body = c.getresponse().read()
+        walls.append(time.perf_counter() - t)
+        size = len(body)
+    c1 = cpu(pid)
+    walls.sort()
+    rss = [l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")][0].split()[1]
+    print(f"{name:16} p50 {walls[n//2]*1e3:.3f} ms  p99 {walls[int(n*0.99)]*1e3:.3f} ms  "
+          f"cpu {(c1-c0)/n/1e6:.3f} ms/scrape  {size} bytes  RSS {int(rss)/1024:.1f} MiB")
+om = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+pb = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+kpid, kport, npid, nport, n = map(int, sys.argv[1:6])
+for _ in range(2):
+    bench("kernstat", kpid, kport, n, om)
+    bench("kernstat (pb)", kpid, kport, n, pb)
+    bench("node_exporter", npid, nport, n, om)
+PY
+}
+
+section_metrics() {
+  local ne
+  ne=$(command -v prometheus-node-exporter || command -v node_exporter || true)
+  [ -n "$ne" ] || { echo "== metrics: prometheus-node-exporter is not installed"; return; }
+  local f dir p np
+  f=$(fleet 300)
+  dir=$(mktemp -d)
+  echo "== /metrics scrapes at $(ls -d /proc/[0-9]* | wc -l) processes: kernstat vs $($ne --version 2>&1 | head -1)"
+  $K daemon --socket "$dir/sock" --interval 60 --metrics 127.0.0.1:19661 2>/dev/null &
+  p=$!
+  $ne --web.listen-address=127.0.0.1:19662 >/dev/null 2>&1 &
+  np=$!
+  sleep 3
+  scrape_bench $p 19661 $np 19662 200
+  kill -TERM $p $np; wait $p $np 2>/dev/null || true
+  echo "== kernstat daemon --metrics, whole cost over 120 s at a 15 s interval, scraped every 15 s"
+  $K daemon --socket "$dir/sock" --interval 15 --metrics 127.0.0.1:19661 2>/dev/null &
+  p=$!
+  sleep 2
+  local m0 m1 t0 t1
+  scrape() { curl -s 127.0.0.1:19661/metrics | awk '/^kernstat_self_cpu_seconds_total /{s=$2} /^kernstat_bpf_program_run_seconds_total/{b+=$2} END {printf "%.9f %.9f\n", s, b}'; }
+  m0=$(scrape); t0=$(date +%s%N)
+  for _ in $(seq 8); do sleep 15; curl -s -o /dev/null 127.0.0.1:19661/metrics; done
+  m1=$(scrape); t1=$(date +%s%N)
+  awk -v a="$m0" -v b="$m1" -v t=$((t1 - t0)) 'BEGIN { split(a, x, " "); split(b, y, " ");
+    s = (y[1] - x[1]) * 1e9; h = (y[2] - x[2]) * 1e9;
+    printf "process %.4f%% + BPF hooks %.4f%% = %.4f%% of one core\n", s/t*100, h/t*100, (s+h)/t*100 }'
+  grep VmRSS /proc/$p/status
+  kill -TERM $p; wait $p 2>/dev/null || true
+  stop_fleet "$f"
+  rm -rf "$dir"
+}
+
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics)
 for s in "${sections[@]}"; do "section_$s"; done
