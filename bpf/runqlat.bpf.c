@@ -74,6 +74,26 @@ struct {
 	__type(value, __u64);
 } max_ns SEC(".maps");
 
+/* Enqueue times that could not be stored, per CPU: the map refused the write because
+ * this CPU was already inside it (an interrupt-time wake-up nested in a handler: the
+ * hash's bucket lock, or task storage's busy counter). Those tasks' next run is not
+ * measured; userspace reports the count. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+static __always_inline void count_lost(void)
+{
+	__u32 zero_key = 0;
+	__u64 *n = bpf_map_lookup_elem(&lost, &zero_key);
+
+	if (n)
+		(*n)++;
+}
+
 /* Referenced so that their BTF (and so the Rust types) are emitted. */
 struct ks_rq_hist _ks_rq_hist_type = {};
 enum ks_rq_key_kind _ks_rq_key_kind_type = 0;
@@ -163,6 +183,8 @@ static __always_inline void stamp(struct task_struct *p, __u64 now)
 
 	if (ts)
 		*ts = now;
+	else
+		count_lost();
 }
 
 /* The filter first: a task nobody traces costs no clock read. */
@@ -259,7 +281,8 @@ static __always_inline __u64 enqueue_raw(struct task_struct *p)
 	if (!accept_raw(p, pid))
 		return 0;
 	now = bpf_ktime_get_ns();
-	bpf_map_update_elem(&start_by_tid, &pid, &now, BPF_ANY);
+	if (bpf_map_update_elem(&start_by_tid, &pid, &now, BPF_ANY))
+		count_lost();
 	return now;
 }
 

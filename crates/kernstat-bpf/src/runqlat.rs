@@ -221,6 +221,34 @@ impl Runqlat {
         Ok(max)
     }
 
+    /// Enqueue times the programs could not store since load (the map refused a nested
+    /// write: see bpf/runqlat.bpf.c `lost`): those tasks' next run was not measured.
+    pub fn lost(&self) -> io::Result<u64> {
+        let key = 0u32.to_ne_bytes();
+        let vals = self
+            .skel
+            .maps
+            .lost
+            .lookup_percpu(&key, MapFlags::ANY)
+            .map_err(io::Error::other)?
+            .unwrap_or_default();
+        Ok(vals
+            .iter()
+            .map(|v| u64::from_ne_bytes(v[..8].try_into().expect("8 bytes")))
+            .sum())
+    }
+
+    /// Events the kernel skipped since load: a handler was already running on that CPU
+    /// when another event arrived (an interrupt's wake-up nested in the handler's run),
+    /// so the nested event never reached the program (the programs' recursion_misses).
+    pub fn missed(&self) -> u64 {
+        self.programs()
+            .into_iter()
+            .filter_map(|(_, fd)| crate::stats::prog_run_time(fd).ok())
+            .map(|t| t.recursion_misses)
+            .sum()
+    }
+
     /// The attached programs (for BPF run-time statistics).
     pub fn programs(&self) -> Vec<(&'static str, BorrowedFd<'_>)> {
         let p = &self.skel.progs;

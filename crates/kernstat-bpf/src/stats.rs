@@ -37,6 +37,10 @@ pub struct ProgRunTime {
     pub run_time_ns: u64,
     /// Times the program ran while statistics were on.
     pub run_cnt: u64,
+    /// Times the kernel skipped the program because it was already running on that CPU
+    /// (an interrupt's event nested in the program's own run): events it never saw.
+    /// Counted whether statistics are on or not.
+    pub recursion_misses: u64,
 }
 
 /// Reads a program's statistics (no allocation: the info struct is on the stack).
@@ -52,5 +56,6 @@ pub fn prog_run_time(prog: BorrowedFd<'_>) -> io::Result<ProgRunTime> {
     Ok(ProgRunTime {
         run_time_ns: info.run_time_ns,
         run_cnt: info.run_cnt,
+        recursion_misses: info.recursion_misses,
     })
 }

@@ -182,6 +182,16 @@ pub fn run(args: &RunqlatArgs) -> anyhow::Result<i32> {
             break;
         }
     }
+    let missed = rq.missed();
+    let lost = rq.lost().unwrap_or(0);
+    if missed + lost > 0 {
+        eprintln!(
+            "kernstat: {} runs not measured: the kernel skipped {missed} events (a handler \
+             was already running on that CPU) and {lost} enqueue times could not be stored \
+             (the map refused a nested write)",
+            missed + lost
+        );
+    }
     if let Some(path) = &args.plot {
         let unit = if args.milliseconds { "msecs" } else { "usecs" };
         plot::plot(path, unit, &points, &dist.log2())?;

@@ -124,6 +124,7 @@ fn ours_buckets(v: &Value) -> Vec<Bucket> {
 struct Tracer {
     child: Child,
     stdout: std::thread::JoinHandle<String>,
+    stderr: std::thread::JoinHandle<String>,
 }
 
 impl Tracer {
@@ -143,12 +144,17 @@ impl Tracer {
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let tx2 = tx.clone();
-        std::thread::spawn(move || {
+        let stderr = std::thread::spawn(move || {
+            let mut rest = String::new();
             for line in (&mut err).lines().map_while(Result::ok) {
                 if line.starts_with("Tracing") {
                     let _ = tx2.send(());
+                } else {
+                    rest.push_str(&line);
+                    rest.push('\n');
                 }
             }
+            rest
         });
         let stdout = std::thread::spawn(move || {
             let mut all = String::new();
@@ -165,7 +171,11 @@ impl Tracer {
         });
         rx.recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("{} never attached", program.display()));
-        Tracer { child, stdout }
+        Tracer {
+            child,
+            stdout,
+            stderr,
+        }
     }
 
     /// Stops it as Ctrl-C would and returns what it printed (less the "Tracing" line).
@@ -173,6 +183,12 @@ impl Tracer {
         // SAFETY: signalling our own child (stdbuf execs the tracer in its place).
         unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
         let status = self.child.wait().unwrap();
+        // What the tracer said besides "Tracing" (kernstat reports runs it could not
+        // measure there): shown with a failing test's output.
+        let said = self.stderr.join().unwrap();
+        if !said.is_empty() {
+            eprint!("{said}");
+        }
         assert!(status.success(), "tracer exited with {status}");
         self.stdout.join().unwrap()
     }
