@@ -48,6 +48,7 @@ static __always_inline unsigned int ks_task_state_probe(struct task_struct *t)
  */
 struct kthread___ks {
 	char *full_name;
+	void *data;
 } __attribute__((preserve_access_index));
 
 static __always_inline const char *ks_kthread_full_name(struct task_struct *t)
@@ -61,6 +62,61 @@ static __always_inline const char *ks_kthread_full_name(struct task_struct *t)
 	if (!kt)
 		return 0;
 	return BPF_CORE_READ(kt, full_name);
+}
+
+/*
+ * A workqueue worker's name as /proc shows it: comm, then '+' (running a work item) or
+ * '-' (idle), then the last workqueue it served (worker->desc), as wq_worker_comm()
+ * writes it ("kworker/0:1-events"). The worker is the kthread's `data` (through
+ * task->worker_private, 5.17+); older kernels: comm only (returns 0). Writes the name
+ * into buf (KS_WQ_NAME_MAX bytes, NUL-terminated) and returns its length, or 0 when
+ * the task is no worker, has no pool yet, or has served nothing.
+ */
+#define PF_WQ_WORKER 0x00000020
+#define KS_WQ_DESC_MAX 32
+#define KS_WQ_NAME_MAX 64
+
+struct worker___ks {
+	void *current_work;
+	void *pool;
+	char desc[24];
+} __attribute__((preserve_access_index));
+
+static __always_inline long ks_wq_worker_name(struct task_struct *t, char *buf)
+{
+	struct kthread___ks *kt;
+	struct worker___ks *w;
+	__u32 desc_size, off = 0, i;
+	long n;
+
+	if (!(t->flags & PF_WQ_WORKER) || !bpf_core_field_exists(t->worker_private) ||
+	    !bpf_core_field_exists(((struct kthread___ks *)0)->data))
+		return 0;
+	kt = (struct kthread___ks *)BPF_CORE_READ(t, worker_private);
+	if (!kt)
+		return 0;
+	w = (struct worker___ks *)BPF_CORE_READ(kt, data);
+	if (!w || !BPF_CORE_READ(w, pool))
+		return 0;
+	for (i = 0; i < 15; i++) {
+		char c = t->comm[i];
+
+		if (!c)
+			break;
+		buf[i] = c;
+		off++;
+	}
+	buf[off & (KS_WQ_NAME_MAX - 1)] = BPF_CORE_READ(w, current_work) ? '+' : '-';
+	off++;
+	/* WORKER_DESC_LEN is 24 on some kernels, 32 on others: the relocated size. The
+	 * description lands right after the separator (off <= 16, so off + 32 < 64). */
+	desc_size = bpf_core_field_size(w->desc);
+	if (desc_size > KS_WQ_DESC_MAX)
+		desc_size = KS_WQ_DESC_MAX;
+	n = bpf_probe_read_kernel_str(buf + (off & (KS_WQ_DESC_MAX - 1)), desc_size, &w->desc);
+	if (n <= 1)
+		return 0; /* has served nothing yet: /proc shows comm alone */
+	return off + n - 1;
 }
 
 /*

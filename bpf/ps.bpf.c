@@ -128,8 +128,15 @@ static __always_inline int emit_task(struct bpf_iter__task *ctx, bool with_cmdli
 	}
 	/* A kernel thread has no command line: its full name (when comm cut it) goes in
 	 * that place, as /proc/PID/comm and /proc/PID/stat show it. */
-	if (rec.flags & KS_PS_KTHREAD)
+	if (rec.flags & KS_PS_KTHREAD) {
 		full_name = ks_kthread_full_name(task);
+		n_name = ks_wq_worker_name(task, name);
+		if (n_name > 0) {
+			len = n_name;
+			rec.flags |= KS_PS_FULL_NAME;
+			full_name = 0;
+		}
+	}
 	if (full_name) {
 		n_name = bpf_probe_read_kernel_str(name, sizeof(name), full_name);
 		if (n_name > 1) {

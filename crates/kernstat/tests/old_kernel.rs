@@ -29,6 +29,10 @@ echo "PSRC $?"
 echo "PSERR $(cat /tmp/ps.err)"
 echo "PS1 $(head -1 /tmp/ps.json)"
 echo "PSBUSY $(tail -1 /tmp/ps.json)"
+kcomm() { for d in /proc/[0-9]*; do read -r c < $d/comm 2>/dev/null && case "$c" in kworker/*) echo "$1 ${d#/proc/} $c";; esac; done; }
+kcomm KCOMM1
+/bin/kernstat ps --json | sed 's/^/PSALL /'
+kcomm KCOMM2
 /bin/kernstat ps --pin /sys/fs/bpf/ks 2>/dev/null; echo "PINRC $?"
 echo "RQ $(/bin/kernstat runqlat --json 1 1 2>/dev/null)"
 echo "RQRAW $(/bin/kernstat runqlat --raw-tp --json 1 1 2>/dev/null)"
@@ -118,6 +122,37 @@ fn sampler_loads_and_agrees_with_proc_on_linux_6_1() {
     let sh: Value = serde_json::from_str(field(&stdout, "PSBUSY")).unwrap();
     assert_eq!(sh["pid"], busy);
     assert!(sh["rss_bytes"].as_u64().unwrap() > 0);
+    // Workqueue workers named as /proc names them ("kworker/0:1-events": the worker's
+    // description read through the kthread's data, WORKER_DESC_LEN relocated), for
+    // every worker whose /proc name did not change around the read.
+    let comms = |tag: &str| -> std::collections::HashMap<u64, String> {
+        stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(tag))
+            .filter_map(|l| {
+                let (pid, comm) = l.trim().split_once(' ')?;
+                Some((pid.parse().ok()?, comm.to_string()))
+            })
+            .collect()
+    };
+    let (before, after) = (comms("KCOMM1 "), comms("KCOMM2 "));
+    let mut suffixed = 0;
+    for row in stdout.lines().filter_map(|l| l.strip_prefix("PSALL ")) {
+        let r: Value = serde_json::from_str(row).unwrap();
+        let pid = r["pid"].as_u64().unwrap();
+        let (Some(a), Some(b)) = (before.get(&pid), after.get(&pid)) else {
+            continue;
+        };
+        if a != b {
+            continue;
+        }
+        assert_eq!(r["comm"], a.as_str(), "kworker {pid} on 6.1");
+        suffixed += usize::from(a.contains('-') || a.contains('+'));
+    }
+    assert!(
+        suffixed > 0,
+        "no workqueue worker with a suffix to check: {stdout}"
+    );
     assert_eq!(
         field(&stdout, "PINRC"),
         "0",

@@ -82,31 +82,48 @@ fn a_known_process_matches_proc_in_every_column() {
 }
 
 #[test]
-fn kernel_threads_have_the_full_names_proc_shows() {
+fn kernel_threads_have_the_names_proc_shows() {
     // comm holds 15 bytes; /proc shows a kernel thread's full name (up to 63), e.g.
-    // pool_workqueue_release or rcu_exp_par_gp_kthread_worker/0. Workqueue workers are
-    // the known exception: /proc appends the workqueue they serve (kworker/0:1-events).
+    // pool_workqueue_release or rcu_exp_par_gp_kthread_worker/0, and a workqueue
+    // worker's with the workqueue it last served (kworker/0:1-events, '+' while it runs
+    // a work item). A worker's suffix can change at any moment: it is compared where
+    // /proc showed the same name before and after kernstat's read.
+    let proc_comms = || -> std::collections::HashMap<u64, String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let pid: u64 = e.file_name().to_str()?.parse().ok()?;
+                let c = std::fs::read_to_string(e.path().join("comm")).ok()?;
+                Some((pid, c.trim_end_matches('\n').to_string()))
+            })
+            .collect()
+    };
     for src in sources() {
+        let before = proc_comms();
         let rows = json_rows(src);
-        let mut long = 0;
+        let after = proc_comms();
+        let (mut long, mut workers) = (0, 0);
         for r in rows.iter().filter(|r| r["kthread"] == true) {
             let pid = r["pid"].as_u64().unwrap();
-            let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
-                continue; // gone since
+            let (Some(a), Some(b)) = (before.get(&pid), after.get(&pid)) else {
+                continue; // born or gone in between
             };
-            let comm = comm.trim_end_matches('\n');
-            if comm.starts_with("kworker/") {
-                continue;
+            if a != b {
+                continue; // a worker moved to another workqueue meanwhile
             }
-            long += usize::from(comm.len() > 15);
-            assert_eq!(r["comm"], comm, "{src:?}: pid {pid}");
-            assert_eq!(r["cmd"], format!("[{comm}]"), "{src:?}: pid {pid}");
+            long += usize::from(a.len() > 15);
+            workers += usize::from(a.starts_with("kworker/") && a.contains(['-', '+']));
+            assert_eq!(r["comm"], a.as_str(), "{src:?}: pid {pid}");
+            assert_eq!(r["cmd"], format!("[{a}]"), "{src:?}: pid {pid}");
         }
-        // Every kernel since 4.x has such threads (kthreadd's helpers, rcu workers).
+        // Every kernel since 4.x has such threads (kthreadd's helpers, rcu workers,
+        // workers that have served a workqueue).
         assert!(
             long > 0,
             "{src:?}: no kernel thread with a long name to check"
         );
+        assert!(workers > 0, "{src:?}: no workqueue worker to check");
     }
 }
 
