@@ -3,7 +3,7 @@
 #   make test   install what the tests need, then format check, clippy and every test
 #   make install / make uninstall   (PREFIX=/usr/local, DESTDIR= for staging)
 #   make deb    a Debian package in target/debian/
-.PHONY: run test build deps deps-test bench fuzz install uninstall deb
+.PHONY: run test build deps deps-test bench fuzz install uninstall deb soak
 
 run: deps
 	cargo build --release
@@ -26,6 +26,14 @@ deps-test:
 # The numbers in the README (see "Measured").
 bench: build
 	scripts/bench.sh
+
+# The soak (not in CI; `make test` runs a 2-minute version of the same): an hour of the
+# daemon with a bar, 100 clients, ps/runqlat/writes beside it, under stress-ng; its
+# memory, descriptors, map entries and CPU are plotted into docs/soak.png.
+SOAK_SECS ?= 3600
+soak: deps-test
+	KERNSTAT_SOAK_SECS=$(SOAK_SECS) KERNSTAT_SOAK_PLOT=$(CURDIR)/docs/soak.png \
+		cargo test --release -p kernstat --test soak -- --nocapture
 
 # Every parser of untrusted input, property-tested for as long as one wants (`make test`
 # runs the same properties with 256 cases each): make fuzz FUZZ_CASES=1000000

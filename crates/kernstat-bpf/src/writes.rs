@@ -242,6 +242,11 @@ impl Writes {
         Ok(out)
     }
 
+    /// Entries the per-(process, syscall, kind) map holds at most.
+    pub fn capacity(&self) -> u64 {
+        u64::from(self.skel.maps.stats.max_entries())
+    }
+
     /// Deletes the counters of processes for which `gone` says so (exited ones), so that
     /// a long-running reader does not fill the map; returns how many were deleted.
     pub fn forget(&self, gone: impl Fn(u32) -> bool) -> usize {

@@ -185,3 +185,95 @@ where
     .map_err(e)?;
     Ok(())
 }
+
+/// One chart of [`plot_panels`]: a title, the y unit, and named lines of (x, y) points.
+#[derive(Clone, Debug, Default)]
+pub struct Panel {
+    /// Shown above the chart.
+    pub title: String,
+    /// The y axis' label.
+    pub unit: String,
+    /// (label, points).
+    pub lines: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// Draws `panels` one under the other, sharing the x axis (`x_desc`), into `path`
+/// (.png or .svg): time series such as a soak's memory, descriptors and CPU.
+pub fn plot_panels(path: &Path, x_desc: &str, panels: &[Panel]) -> Result<(), PlotError> {
+    let name = path.display().to_string();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let size = (1000, 240 * panels.len().max(1) as u32);
+    let err = |e: String| PlotError::Draw(name.clone(), e);
+    register_font()?;
+    match ext.as_deref() {
+        Some("svg") => {
+            let root = SVGBackend::new(path, size).into_drawing_area();
+            draw_panels(&root, x_desc, panels).map_err(err)?;
+            root.present()
+                .map_err(|e| PlotError::Draw(name.clone(), e.to_string()))
+        }
+        Some("png") => {
+            let root = BitMapBackend::new(path, size).into_drawing_area();
+            draw_panels(&root, x_desc, panels).map_err(err)?;
+            root.present()
+                .map_err(|e| PlotError::Draw(name.clone(), e.to_string()))
+        }
+        _ => Err(PlotError::Extension(name)),
+    }
+}
+
+fn draw_panels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    x_desc: &str,
+    panels: &[Panel],
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let colors = [BLUE, RED, GREEN, RGBColor(230, 120, 0), MAGENTA];
+    let areas = root.split_evenly((panels.len().max(1), 1));
+    for (panel, area) in panels.iter().zip(&areas) {
+        let points = panel.lines.iter().flat_map(|(_, p)| p.iter());
+        let (mut x_max, mut y_max) = (1.0f64, 0.0f64);
+        for &(x, y) in points {
+            x_max = x_max.max(x);
+            y_max = y_max.max(y);
+        }
+        let y_max = if y_max > 0.0 { y_max * 1.2 } else { 1.0 };
+        let mut chart = ChartBuilder::on(area)
+            .caption(&panel.title, ("sans-serif", 18))
+            .margin(8)
+            .x_label_area_size(28)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(panel.unit.as_str())
+            .draw()
+            .map_err(e)?;
+        for (i, (label, pts)) in panel.lines.iter().enumerate() {
+            let color = colors[i % colors.len()];
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                .map_err(e)?
+                .label(label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        }
+        if panel.lines.len() > 1 {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()
+                .map_err(e)?;
+        }
+    }
+    Ok(())
+}

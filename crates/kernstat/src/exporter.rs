@@ -35,6 +35,8 @@ pub struct MetricsSources {
     write_totals: BTreeMap<(Syscall, FileKind), ([u64; SIZE_SLOTS], u64)>,
     counters: Counters,
     stats: Option<RunTimeStats>,
+    /// Entries in the writes map at the last read (before exited processes' are deleted).
+    write_entries: u64,
 }
 
 impl MetricsSources {
@@ -70,6 +72,7 @@ impl MetricsSources {
             write_totals: BTreeMap::new(),
             counters: Counters::default(),
             stats,
+            write_entries: 0,
         })
     }
 
@@ -127,6 +130,7 @@ impl MetricsSources {
         let Ok(cur) = w.read() else {
             return;
         };
+        self.write_entries = cur.len() as u64;
         for s in &cur {
             let key = (s.pid, s.sys, s.kind);
             let d = match self.write_prev.get(&key) {
@@ -192,6 +196,10 @@ impl MetricsSources {
             self_rss_bytes: self_rss_bytes(),
             programs: self.programs(collector),
             bpf_stats: self.stats.is_some(),
+            map_entries: match &self.writes {
+                Some(w) => vec![("writes", "stats", self.write_entries, w.capacity())],
+                None => Vec::new(),
+            },
         };
         self.exporter.publish(sample);
     }

@@ -159,6 +159,9 @@ pub struct MetricsSample {
     pub programs: Vec<ProgramStats>,
     /// Whether the kernel's BPF statistics are on (else run times read 0).
     pub bpf_stats: bool,
+    /// Entries in the BPF maps that grow with what the machine does: (collector, map,
+    /// entries, capacity).
+    pub map_entries: Vec<(&'static str, &'static str, u64, u64)>,
 }
 
 /// What the endpoint serves from.
@@ -533,6 +536,34 @@ impl Collector for Scrape {
             MetricType::Gauge,
             |e| e.encode_gauge(&u64::from(s.bpf_stats)),
         )?;
+        if !s.map_entries.is_empty() {
+            family(
+                &mut enc,
+                "kernstat_bpf_map_entries",
+                "entries in kernstat's BPF maps that grow with the machine's activity (exited processes' entries are deleted)",
+                MetricType::Gauge,
+                |e| {
+                    for (collector, map, n, _) in &s.map_entries {
+                        e.encode_family(&[("collector", *collector), ("map", *map)])?
+                            .encode_gauge(n)?;
+                    }
+                    Ok(())
+                },
+            )?;
+            family(
+                &mut enc,
+                "kernstat_bpf_map_capacity",
+                "the most entries those maps can hold",
+                MetricType::Gauge,
+                |e| {
+                    for (collector, map, _, cap) in &s.map_entries {
+                        e.encode_family(&[("collector", *collector), ("map", *map)])?
+                            .encode_gauge(cap)?;
+                    }
+                    Ok(())
+                },
+            )?;
+        }
         if !s.programs.is_empty() {
             family(
                 &mut enc,
