@@ -29,10 +29,10 @@ bench: build
 
 # The soak (not in CI; `make test` runs a 2-minute version of the same): an hour of the
 # daemon with a bar, 100 clients, ps/runqlat/writes beside it, under stress-ng; its
-# memory, descriptors, map entries and CPU are plotted into docs/soak.png.
+# memory, descriptors, map entries and CPU are plotted into docs/soak.svg.
 SOAK_SECS ?= 3600
 soak: deps-test
-	KERNSTAT_SOAK_SECS=$(SOAK_SECS) KERNSTAT_SOAK_PLOT=$(CURDIR)/docs/soak.png \
+	KERNSTAT_SOAK_SECS=$(SOAK_SECS) KERNSTAT_SOAK_PLOT=$(CURDIR)/docs/soak.svg \
 		cargo test --release -p kernstat --test soak -- --nocapture
 
 # Every parser of untrusted input, property-tested for as long as one wants (`make test`

@@ -8,7 +8,7 @@
 //!
 //! `make test` runs it for 2 minutes; `make soak` for an hour
 //! (KERNSTAT_SOAK_SECS=3600), drawing the samples into KERNSTAT_SOAK_PLOT (the README's
-//! docs/soak.png) and printing them as CSV.
+//! docs/soak.svg) and printing them as CSV.
 
 mod common;
 
