@@ -13,6 +13,7 @@
 
 #![deny(missing_docs)]
 
+mod accept;
 pub mod cache;
 pub mod client;
 pub mod metrics;

@@ -286,16 +286,8 @@ pub async fn serve(
     let permits = Arc::new(Semaphore::new(d.config.max_connections));
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
-            r = listener.accept() => match r {
-                Ok((s, _)) => s,
-                Err(_) => {
-                    // EMFILE and friends: back off a moment rather than spin.
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
-            _ = &mut shutdown => return Ok(()),
+        let Some(stream) = crate::accept::next(|| listener.accept(), &mut shutdown).await else {
+            return Ok(());
         };
         if !allowed(&d.config.access, peer_uid(&stream)) {
             tokio::spawn(refuse(stream, "not allowed to use this daemon"));

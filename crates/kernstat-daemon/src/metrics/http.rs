@@ -162,16 +162,8 @@ pub async fn serve(
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
-            r = listener.accept() => match r {
-                Ok((s, _)) => s,
-                Err(_) => {
-                    // EMFILE and friends: back off a moment rather than spin.
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
-            _ = &mut shutdown => return Ok(()),
+        let Some(stream) = crate::accept::next(|| listener.accept(), &mut shutdown).await else {
+            return Ok(());
         };
         let Ok(permit) = permits.clone().try_acquire_owned() else {
             drop(stream);

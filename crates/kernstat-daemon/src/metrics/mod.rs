@@ -256,6 +256,15 @@ fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
+/// A per-process family: name, help, type, its processes, and each one's value.
+type ProcessFamily<'a> = (
+    &'static str,
+    &'static str,
+    MetricType,
+    Vec<&'a ProcRate>,
+    fn(&ProcRate) -> f64,
+);
+
 fn proc_labels(p: &ProcRate) -> [(&'static str, String); 2] {
     [
         ("pid", p.pid.to_string()),
@@ -405,59 +414,52 @@ impl Collector for Scrape {
 
         // Per-process series, top N by each measure.
         let procs = &s.model.procs;
-        family(
-            &mut enc,
-            "kernstat_process_cpu_seconds",
-            "CPU time of a process, its threads and exited threads included (the top processes by CPU use over the last sample)",
-            MetricType::Counter,
-            |e| {
-                for p in top_by(procs, top, |p| p.cpu_percent) {
-                    e.encode_family(&proc_labels(p))?
-                        .encode_counter::<Vec<(String, String)>, f64, f64>(&secs(p.cpu_ns), None)?;
-                }
-                Ok(())
-            },
-        )?;
-        family(
-            &mut enc,
-            "kernstat_process_resident_memory_bytes",
-            "resident memory of a process (the top processes by resident memory)",
-            MetricType::Gauge,
-            |e| {
-                for p in top_by(procs, top, |p| p.rss_bytes as f64) {
-                    e.encode_family(&proc_labels(p))?
-                        .encode_gauge(&p.rss_bytes)?;
-                }
-                Ok(())
-            },
-        )?;
         let io_top = top_by(procs, top, |p| p.read_bps + p.write_bps);
-        family(
-            &mut enc,
-            "kernstat_process_read_bytes",
-            "bytes a process read from storage (the top processes by storage I/O over the last sample)",
-            MetricType::Counter,
-            |e| {
-                for p in &io_top {
-                    e.encode_family(&proc_labels(p))?
-                        .encode_counter::<Vec<(String, String)>, u64, f64>(&p.read_bytes, None)?;
+        let per_process: [ProcessFamily<'_>; 4] = [
+            (
+                "kernstat_process_cpu_seconds",
+                "CPU time of a process, its threads and exited threads included (the top processes by CPU use over the last sample)",
+                MetricType::Counter,
+                top_by(procs, top, |p| p.cpu_percent),
+                |p| secs(p.cpu_ns),
+            ),
+            (
+                "kernstat_process_resident_memory_bytes",
+                "resident memory of a process (the top processes by resident memory)",
+                MetricType::Gauge,
+                top_by(procs, top, |p| p.rss_bytes as f64),
+                |p| p.rss_bytes as f64,
+            ),
+            (
+                "kernstat_process_read_bytes",
+                "bytes a process read from storage (the top processes by storage I/O over the last sample)",
+                MetricType::Counter,
+                io_top.clone(),
+                |p| p.read_bytes as f64,
+            ),
+            (
+                "kernstat_process_written_bytes",
+                "bytes a process wrote to storage (the top processes by storage I/O over the last sample)",
+                MetricType::Counter,
+                io_top,
+                |p| p.write_bytes as f64,
+            ),
+        ];
+        for (name, help, kind, rows, value) in per_process {
+            family(&mut enc, name, help, kind, |e| {
+                for p in rows {
+                    let labels = proc_labels(p);
+                    let mut f = e.encode_family(&labels)?;
+                    match kind {
+                        MetricType::Counter => {
+                            f.encode_counter::<Vec<(String, String)>, f64, f64>(&value(p), None)?
+                        }
+                        _ => f.encode_gauge(&value(p))?,
+                    }
                 }
                 Ok(())
-            },
-        )?;
-        family(
-            &mut enc,
-            "kernstat_process_written_bytes",
-            "bytes a process wrote to storage (the top processes by storage I/O over the last sample)",
-            MetricType::Counter,
-            |e| {
-                for p in &io_top {
-                    e.encode_family(&proc_labels(p))?
-                        .encode_counter::<Vec<(String, String)>, u64, f64>(&p.write_bytes, None)?;
-                }
-                Ok(())
-            },
-        )?;
+            })?;
+        }
         family(
             &mut enc,
             "kernstat_tasks_blocked",
