@@ -72,7 +72,8 @@ pub fn has_bpf_privileges() -> bool {
     has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))
 }
 
-fn effective_caps() -> Option<u64> {
+/// The effective capability set (CapEff of /proc/self/status), as a bit mask.
+pub fn effective_caps() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
     u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()

@@ -272,11 +272,43 @@ pub fn judge(stats: &[&SizeStats], seconds: f64, t: &Thresholds, reads: bool) ->
 /// A process's verdict over an interval and its per-(syscall, kind) counters.
 pub type ProcessReport = (Verdict, Vec<SizeStats>);
 
-/// Turns the kernel's cumulative counters into interval reports: each key's difference
-/// from its previous reading (a key seen for the first time counts from zero).
+/// The kernel's cumulative counters turned into differences: each (process, syscall,
+/// kind) key's increase since its previous reading (a key seen for the first time counts
+/// from zero). Shared by `kernstat writes` and the daemon's write-size histograms.
+#[derive(Clone, Debug, Default)]
+pub struct Deltas {
+    prev: BTreeMap<(u32, Syscall, FileKind), SizeStats>,
+}
+
+impl Deltas {
+    /// The keys with calls since the previous reading, with their increases.
+    pub fn next(&mut self, cur: Vec<SizeStats>) -> Vec<SizeStats> {
+        let deltas = cur
+            .iter()
+            .map(|s| match self.prev.get(&(s.pid, s.sys, s.kind)) {
+                Some(p) => s.since(p),
+                None => s.clone(),
+            })
+            .filter(|d| d.calls > 0)
+            .collect();
+        self.prev = cur
+            .into_iter()
+            .map(|s| ((s.pid, s.sys, s.kind), s))
+            .collect();
+        deltas
+    }
+
+    /// Forgets the previous readings of processes `keep` rejects (their kernel entries
+    /// were deleted: a reused key then counts from zero again).
+    pub fn retain(&mut self, keep: impl Fn(u32) -> bool) {
+        self.prev.retain(|k, _| keep(k.0));
+    }
+}
+
+/// Turns the kernel's cumulative counters into interval reports.
 #[derive(Clone, Debug, Default)]
 pub struct Intervals {
-    prev: BTreeMap<(u32, Syscall, FileKind), SizeStats>,
+    deltas: Deltas,
 }
 
 impl Intervals {
@@ -291,19 +323,9 @@ impl Intervals {
         top: usize,
     ) -> Vec<ProcessReport> {
         let mut by_pid: BTreeMap<u32, Vec<SizeStats>> = BTreeMap::new();
-        for s in &cur {
-            let d = match self.prev.get(&(s.pid, s.sys, s.kind)) {
-                Some(p) => s.since(p),
-                None => s.clone(),
-            };
-            if d.calls > 0 {
-                by_pid.entry(s.pid).or_default().push(d);
-            }
+        for d in self.deltas.next(cur) {
+            by_pid.entry(d.pid).or_default().push(d);
         }
-        self.prev = cur
-            .into_iter()
-            .map(|s| ((s.pid, s.sys, s.kind), s))
-            .collect();
         let mut reports: Vec<ProcessReport> = by_pid
             .into_values()
             .filter_map(|v| {

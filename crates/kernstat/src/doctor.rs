@@ -19,14 +19,9 @@ fn read(path: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// The BPF-related capabilities in the effective set, by name.
 fn effective_caps() -> Vec<&'static str> {
-    let eff = read("/proc/self/status")
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:").map(|v| v.trim().to_string()))
-        })
-        .and_then(|v| u64::from_str_radix(&v, 16).ok())
-        .unwrap_or(0);
+    let eff = kernstat_bpf::loader::effective_caps().unwrap_or(0);
     [(21, "CAP_SYS_ADMIN"), (38, "CAP_PERFMON"), (39, "CAP_BPF")]
         .into_iter()
         .filter(|(bit, _)| eff & (1u64 << bit) != 0)

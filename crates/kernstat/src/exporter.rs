@@ -18,20 +18,18 @@ use kernstat_bpf::stats::{prog_run_time, RunTimeStats};
 use kernstat_bpf::writes::{self, Writes};
 use kernstat_daemon::metrics::{Counters, Exporter, MetricsSample, ProgramStats, SizeSeries};
 use kernstat_model::hist::Hist;
-use kernstat_model::writes::{FileKind, SizeStats, Syscall, SIZE_SLOTS};
+use kernstat_model::writes::{Deltas, FileKind, Syscall, SIZE_SLOTS};
 use kernstat_model::{Model, RawSample};
 
 use crate::cli::{Collect, DaemonArgs};
 use crate::collect::Collector;
-
-type WriteKey = (u32, Syscall, FileKind);
 
 /// The metrics side of the daemon.
 pub struct MetricsSources {
     exporter: Arc<Exporter>,
     runq: Option<Runqlat>,
     writes: Option<Writes>,
-    write_prev: BTreeMap<WriteKey, SizeStats>,
+    write_deltas: Deltas,
     write_totals: BTreeMap<(Syscall, FileKind), ([u64; SIZE_SLOTS], u64)>,
     counters: Counters,
     stats: Option<RunTimeStats>,
@@ -68,7 +66,7 @@ impl MetricsSources {
             exporter: Exporter::new(args.metrics_top),
             runq,
             writes,
-            write_prev: BTreeMap::new(),
+            write_deltas: Deltas::default(),
             write_totals: BTreeMap::new(),
             counters: Counters::default(),
             stats,
@@ -131,29 +129,20 @@ impl MetricsSources {
             return;
         };
         self.write_entries = cur.len() as u64;
-        for s in &cur {
-            let key = (s.pid, s.sys, s.kind);
-            let d = match self.write_prev.get(&key) {
-                Some(p) => s.since(p),
-                None => s.clone(),
-            };
+        for d in self.write_deltas.next(cur) {
             let (slots, bytes) = self
                 .write_totals
-                .entry((s.sys, s.kind))
+                .entry((d.sys, d.kind))
                 .or_insert(([0; SIZE_SLOTS], 0));
             for (t, x) in slots.iter_mut().zip(&d.asked) {
                 *t += x;
             }
             *bytes += d.asked_bytes;
         }
-        self.write_prev = cur
-            .into_iter()
-            .map(|s| ((s.pid, s.sys, s.kind), s))
-            .collect();
         // Counters of processes that have exited: delete them (their totals are in).
         let alive: HashSet<u32> = model.procs.iter().map(|p| p.pid).collect();
         if w.forget(|pid| !alive.contains(&pid)) > 0 {
-            self.write_prev.retain(|k, _| alive.contains(&k.0));
+            self.write_deltas.retain(|pid| alive.contains(&pid));
         }
     }
 

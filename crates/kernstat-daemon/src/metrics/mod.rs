@@ -28,7 +28,7 @@ use kernstat_model::writes::SIZE_SLOTS;
 use kernstat_model::{Model, ProcRate};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
-    DescriptorEncoder, MetricEncoder, NativeHistogram, NativeHistogramBuckets,
+    DescriptorEncoder, EncodeLabelSet, MetricEncoder, NativeHistogram, NativeHistogramBuckets,
 };
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
@@ -306,8 +306,45 @@ fn histogram(m: &mut MetricEncoder<'_>, e: &buckets::Encoded) -> Result<(), std:
     }
 }
 
+/// A counter or gauge without labels.
+fn single(
+    enc: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    v: f64,
+) -> Result<(), std::fmt::Error> {
+    family(enc, name, help, kind, |m| match kind {
+        MetricType::Counter => m.encode_counter::<Vec<(String, String)>, f64, f64>(&v, None),
+        _ => m.encode_gauge(&v),
+    })
+}
+
+/// A family of counters or gauges, one series per label set.
+fn labeled<L: EncodeLabelSet>(
+    enc: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    kind: MetricType,
+    rows: impl IntoIterator<Item = (L, f64)>,
+) -> Result<(), std::fmt::Error> {
+    family(enc, name, help, kind, |e| {
+        for (labels, v) in rows {
+            let mut m = e.encode_family(&labels)?;
+            match kind {
+                MetricType::Counter => {
+                    m.encode_counter::<Vec<(String, String)>, f64, f64>(&v, None)?
+                }
+                _ => m.encode_gauge(&v)?,
+            }
+        }
+        Ok(())
+    })
+}
+
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        use MetricType::{Counter, Gauge, Histogram};
         let Some(s) = self.0.latest() else {
             return Ok(());
         };
@@ -316,73 +353,62 @@ impl Collector for Scrape {
             model: &s.model,
             sample_us: s.sample_us,
         };
+        let enc = &mut enc;
 
         // Gauges and info metrics from the key table.
         for m in METRICS {
-            match m.prom {
-                Prom::None => {}
-                Prom::Gauge(name, scale) => {
-                    if let Some(v) = (m.value)(&sample).and_then(|v| v.as_f64()) {
-                        family(&mut enc, name, m.help, MetricType::Gauge, |e| {
-                            e.encode_gauge(&(v * scale))
-                        })?;
+            match (m.prom, (m.value)(&sample)) {
+                (Prom::Gauge(name, scale), Some(v)) => {
+                    if let Some(v) = v.as_f64() {
+                        single(enc, name, m.help, Gauge, v * scale)?;
                     }
                 }
-                Prom::Info(name, label) => {
-                    if let Some(crate::providers::system::Value::Text(t)) = (m.value)(&sample) {
-                        info(&mut enc, name, m.help, label, t)?;
-                    }
+                (Prom::Info(name, label), Some(crate::providers::system::Value::Text(t))) => {
+                    info(enc, name, m.help, label, t)?;
                 }
+                _ => {}
             }
         }
 
-        // Counters.
+        // Counters, from the kernel's cumulative counters.
         let c = &s.counters;
-        family(
-            &mut enc,
+        single(
+            enc,
             "kernstat_system_cpu_busy_seconds",
             "CPU time spent busy, all CPUs together (BPF: the sum of every task's run time; procfs: /proc/stat)",
-            MetricType::Counter,
-            |e| e.encode_counter::<Vec<(String, String)>, f64, f64>(&secs(c.busy_ns.value()), None),
+            Counter,
+            secs(c.busy_ns.value()),
         )?;
-        family(
-            &mut enc,
+        labeled(
+            enc,
             "kernstat_cpu_busy_seconds",
             "CPU time each CPU spent busy (/proc/stat: everything but idle and iowait)",
-            MetricType::Counter,
-            |e| {
-                for (cpu, b) in c.core_busy_ns.iter().enumerate() {
-                    e.encode_family(&[("cpu", cpu.to_string())])?
-                        .encode_counter::<Vec<(String, String)>, f64, f64>(
-                            &secs(b.value()),
-                            None,
-                        )?;
-                }
-                Ok(())
-            },
+            Counter,
+            c.core_busy_ns
+                .iter()
+                .enumerate()
+                .map(|(cpu, b)| ([("cpu", cpu.to_string())], secs(b.value()))),
         )?;
-        family(
-            &mut enc,
+        single(
+            enc,
             "kernstat_cpus_online",
             "online CPUs",
-            MetricType::Gauge,
-            |e| e.encode_gauge(&u64::from(s.model.ncpus)),
+            Gauge,
+            f64::from(s.model.ncpus),
         )?;
-        family(
-            &mut enc,
+        single(
+            enc,
             "kernstat_swap_in_bytes",
             "bytes swapped in (/proc/vmstat pswpin)",
-            MetricType::Counter,
-            |e| e.encode_counter::<Vec<(String, String)>, u64, f64>(&c.swap_in_bytes.value(), None),
+            Counter,
+            c.swap_in_bytes.value() as f64,
         )?;
-        family(
-            &mut enc,
+        single(
+            enc,
             "kernstat_swap_out_bytes",
             "bytes swapped out (/proc/vmstat pswpout)",
-            MetricType::Counter,
-            |e| {
-                e.encode_counter::<Vec<(String, String)>, u64, f64>(&c.swap_out_bytes.value(), None)
-            },
+            Counter,
+            c.swap_out_bytes.value() as f64,
         )?;
         let psi = [
             ("cpu", "some", s.model.psi.cpu_some.is_some()),
@@ -392,23 +418,17 @@ impl Collector for Scrape {
             ("io", "full", s.model.psi.io_full.is_some()),
         ];
         if psi.iter().any(|p| p.2) {
-            family(
-                &mut enc,
+            labeled(
+                enc,
                 "kernstat_pressure_stalled_seconds",
                 "time tasks were stalled on a resource (/proc/pressure: some = at least one task, full = all non-idle tasks)",
-                MetricType::Counter,
-                |e| {
-                    for ((resource, kind, present), m) in psi.iter().zip(&c.psi_us) {
-                        if *present {
-                            e.encode_family(&[("resource", *resource), ("kind", *kind)])?
-                                .encode_counter::<Vec<(String, String)>, f64, f64>(
-                                    &(m.value() as f64 / 1e6),
-                                    None,
-                                )?;
-                        }
-                    }
-                    Ok(())
-                },
+                Counter,
+                psi.iter()
+                    .zip(&c.psi_us)
+                    .filter(|((_, _, present), _)| *present)
+                    .map(|((resource, kind, _), m)| {
+                        ([("resource", *resource), ("kind", *kind)], m.value() as f64 / 1e6)
+                    }),
             )?;
         }
 
@@ -419,74 +439,67 @@ impl Collector for Scrape {
             (
                 "kernstat_process_cpu_seconds",
                 "CPU time of a process, its threads and exited threads included (the top processes by CPU use over the last sample)",
-                MetricType::Counter,
+                Counter,
                 top_by(procs, top, |p| p.cpu_percent),
                 |p| secs(p.cpu_ns),
             ),
             (
                 "kernstat_process_resident_memory_bytes",
                 "resident memory of a process (the top processes by resident memory)",
-                MetricType::Gauge,
+                Gauge,
                 top_by(procs, top, |p| p.rss_bytes as f64),
                 |p| p.rss_bytes as f64,
             ),
             (
                 "kernstat_process_read_bytes",
                 "bytes a process read from storage (the top processes by storage I/O over the last sample)",
-                MetricType::Counter,
+                Counter,
                 io_top.clone(),
                 |p| p.read_bytes as f64,
             ),
             (
                 "kernstat_process_written_bytes",
                 "bytes a process wrote to storage (the top processes by storage I/O over the last sample)",
-                MetricType::Counter,
+                Counter,
                 io_top,
                 |p| p.write_bytes as f64,
             ),
         ];
         for (name, help, kind, rows, value) in per_process {
-            family(&mut enc, name, help, kind, |e| {
-                for p in rows {
-                    let labels = proc_labels(p);
-                    let mut f = e.encode_family(&labels)?;
-                    match kind {
-                        MetricType::Counter => {
-                            f.encode_counter::<Vec<(String, String)>, f64, f64>(&value(p), None)?
-                        }
-                        _ => f.encode_gauge(&value(p))?,
-                    }
-                }
-                Ok(())
-            })?;
+            labeled(
+                enc,
+                name,
+                help,
+                kind,
+                rows.into_iter().map(|p| (proc_labels(p), value(p))),
+            )?;
         }
-        family(
-            &mut enc,
+        single(
+            enc,
             "kernstat_tasks_blocked",
             "tasks in uninterruptible sleep (D)",
-            MetricType::Gauge,
-            |e| e.encode_gauge(&s.model.blocked_tasks),
+            Gauge,
+            s.model.blocked_tasks as f64,
         )?;
 
         // Histograms the kernel keeps.
         if let Some(h) = &s.runq {
             family(
-                &mut enc,
+                enc,
                 "kernstat_runqueue_latency_seconds",
                 "time tasks waited on a run queue between waking up (or being preempted) and running",
-                MetricType::Histogram,
+                Histogram,
                 |e| histogram(e, &buckets::latency(h, 1e-6)),
             )?;
             family(
-                &mut enc,
+                enc,
                 "kernstat_cpu_runqueue_latency_seconds",
                 "run-queue latency per CPU",
-                MetricType::Histogram,
+                Histogram,
                 |e| {
                     for (cpu, h) in s.runq_per_cpu.iter().enumerate() {
                         let labels = [("cpu", cpu.to_string())];
-                        let mut f = e.encode_family(&labels)?;
-                        histogram(&mut f, &buckets::latency(h, 1e-6))?;
+                        histogram(&mut e.encode_family(&labels)?, &buckets::latency(h, 1e-6))?;
                     }
                     Ok(())
                 },
@@ -494,15 +507,17 @@ impl Collector for Scrape {
         }
         if !s.writes.is_empty() {
             family(
-                &mut enc,
+                enc,
                 "kernstat_write_size_bytes",
                 "sizes asked of write-family system calls, per call and kind of file",
-                MetricType::Histogram,
+                Histogram,
                 |e| {
                     for w in &s.writes {
                         let labels = [("syscall", w.syscall), ("kind", w.kind.as_str())];
-                        let mut f = e.encode_family(&labels)?;
-                        histogram(&mut f, &buckets::sizes(&w.slots, w.bytes))?;
+                        histogram(
+                            &mut e.encode_family(&labels)?,
+                            &buckets::sizes(&w.slots, w.bytes),
+                        )?;
                     }
                     Ok(())
                 },
@@ -510,107 +525,90 @@ impl Collector for Scrape {
         }
 
         // What kernstat itself costs.
-        family(
-            &mut enc,
-            "kernstat_self_cpu_seconds",
-            "CPU time of the kernstat daemon (all its threads; BPF iterators run inside it)",
-            MetricType::Counter,
-            |e| e.encode_counter::<Vec<(String, String)>, f64, f64>(&secs(s.self_cpu_ns), None),
-        )?;
-        family(
-            &mut enc,
-            "kernstat_self_resident_memory_bytes",
-            "resident memory of the kernstat daemon",
-            MetricType::Gauge,
-            |e| e.encode_gauge(&s.self_rss_bytes),
-        )?;
-        family(
-            &mut enc,
-            "kernstat_sample_duration_seconds",
-            "wall time the last sample took",
-            MetricType::Gauge,
-            |e| e.encode_gauge(&(s.sample_us / 1e6)),
-        )?;
-        family(
-            &mut enc,
-            "kernstat_bpf_stats_enabled",
-            "1 when the kernel's BPF run-time statistics are on (program run times are 0 otherwise)",
-            MetricType::Gauge,
-            |e| e.encode_gauge(&u64::from(s.bpf_stats)),
-        )?;
+        let own: [(&str, &str, MetricType, f64); 4] = [
+            (
+                "kernstat_self_cpu_seconds",
+                "CPU time of the kernstat daemon (all its threads; BPF iterators run inside it)",
+                Counter,
+                secs(s.self_cpu_ns),
+            ),
+            (
+                "kernstat_self_resident_memory_bytes",
+                "resident memory of the kernstat daemon",
+                Gauge,
+                s.self_rss_bytes as f64,
+            ),
+            (
+                "kernstat_sample_duration_seconds",
+                "wall time the last sample took",
+                Gauge,
+                s.sample_us / 1e6,
+            ),
+            (
+                "kernstat_bpf_stats_enabled",
+                "1 when the kernel's BPF run-time statistics are on (program run times are 0 otherwise)",
+                Gauge,
+                f64::from(u8::from(s.bpf_stats)),
+            ),
+        ];
+        for (name, help, kind, v) in own {
+            single(enc, name, help, kind, v)?;
+        }
+        let maps = |value: fn(u64, u64) -> u64| {
+            s.map_entries.iter().map(move |(collector, map, n, cap)| {
+                (
+                    [("collector", *collector), ("map", *map)],
+                    value(*n, *cap) as f64,
+                )
+            })
+        };
         if !s.map_entries.is_empty() {
-            family(
-                &mut enc,
+            labeled(
+                enc,
                 "kernstat_bpf_map_entries",
                 "entries in kernstat's BPF maps that grow with the machine's activity (exited processes' entries are deleted)",
-                MetricType::Gauge,
-                |e| {
-                    for (collector, map, n, _) in &s.map_entries {
-                        e.encode_family(&[("collector", *collector), ("map", *map)])?
-                            .encode_gauge(n)?;
-                    }
-                    Ok(())
-                },
+                Gauge,
+                maps(|n, _| n),
             )?;
-            family(
-                &mut enc,
+            labeled(
+                enc,
                 "kernstat_bpf_map_capacity",
                 "the most entries those maps can hold",
-                MetricType::Gauge,
-                |e| {
-                    for (collector, map, _, cap) in &s.map_entries {
-                        e.encode_family(&[("collector", *collector), ("map", *map)])?
-                            .encode_gauge(cap)?;
-                    }
-                    Ok(())
-                },
+                Gauge,
+                maps(|_, cap| cap),
             )?;
         }
+        let programs = |value: fn(&ProgramStats) -> f64| {
+            s.programs.iter().map(move |p| {
+                (
+                    [("collector", p.collector), ("program", p.program.as_str())],
+                    value(p),
+                )
+            })
+        };
         if !s.programs.is_empty() {
-            family(
-                &mut enc,
+            labeled(
+                enc,
                 "kernstat_bpf_program_run_seconds",
                 "time kernstat's BPF programs ran in other tasks' context (kernel BPF statistics)",
-                MetricType::Counter,
-                |e| {
-                    for p in &s.programs {
-                        e.encode_family(&[
-                            ("collector", p.collector),
-                            ("program", p.program.as_str()),
-                        ])?
-                        .encode_counter::<Vec<(String, String)>, f64, f64>(
-                            &secs(p.run_time_ns),
-                            None,
-                        )?;
-                    }
-                    Ok(())
-                },
+                Counter,
+                programs(|p| secs(p.run_time_ns)),
             )?;
-            family(
-                &mut enc,
+            labeled(
+                enc,
                 "kernstat_bpf_program_runs",
                 "times kernstat's BPF programs ran (kernel BPF statistics)",
-                MetricType::Counter,
-                |e| {
-                    for p in &s.programs {
-                        e.encode_family(&[
-                            ("collector", p.collector),
-                            ("program", p.program.as_str()),
-                        ])?
-                        .encode_counter::<Vec<(String, String)>, u64, f64>(&p.run_count, None)?;
-                    }
-                    Ok(())
-                },
+                Counter,
+                programs(|p| p.run_count as f64),
             )?;
         }
         info(
-            &mut enc,
+            enc,
             "kernstat_build",
             "the kernstat daemon's version",
             "version",
             env!("CARGO_PKG_VERSION"),
-        )?;
-        Ok(())
+        )
     }
 }
 

@@ -104,11 +104,12 @@ impl Serialize for Value<'_> {
             Value::Text(t) => s.serialize_str(t),
             Value::PerCpu(c) => s.collect_seq(c.iter().map(|&v| r2(v))),
             Value::Top(t) => t.serialize(s),
-            Value::Json(ref j) => {
-                let v: serde_json::Value =
-                    serde_json::from_slice(j).map_err(serde::ser::Error::custom)?;
-                v.serialize(s)
-            }
+            // Already JSON: written as it is (serde_json's raw values), not re-parsed.
+            Value::Json(ref j) => std::str::from_utf8(j)
+                .ok()
+                .and_then(|t| serde_json::value::RawValue::from_string(t.to_string()).ok())
+                .ok_or_else(|| serde::ser::Error::custom("not JSON"))?
+                .serialize(s),
         }
     }
 }
@@ -584,5 +585,12 @@ mod tests {
             &*c.get("power.profile", None).unwrap().json,
             b"\"balanced\""
         );
+    }
+
+    #[test]
+    fn json_values_serialise_as_the_json_they_hold() {
+        let v = Value::Json(br#"{"a":[1,2]}"#.to_vec());
+        assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"a":[1,2]}"#);
+        assert!(serde_json::to_string(&Value::Json(b"{".to_vec())).is_err());
     }
 }
