@@ -232,14 +232,7 @@ fn without_privileges_it_falls_back_and_says_so_once() {
     if !tool_gate("setpriv") {
         return;
     }
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ])
-        .arg(kernstat())
+    let out = common::as_nobody()
         .args(["snapshot", "--json", "--interval", "0.1"])
         .output()
         .unwrap();

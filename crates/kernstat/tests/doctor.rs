@@ -6,7 +6,7 @@ mod common;
 use common::run;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use kernstat_testkit::{bpf_gate, tool_gate, Workload};
 use serde_json::Value;
@@ -49,6 +49,15 @@ fn facts_match_the_system_and_paths_match_what_commands_do() {
             .ok()
             .as_deref()
             .map(str::trim)
+    );
+    // bpffs: doctor asks statfs; the mount table says the same.
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert_eq!(
+        v["bpffs"],
+        mounts
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/bpf")
+                && l.split_whitespace().nth(2) == Some("bpf"))
     );
     assert_eq!(
         v["tracefs"],
@@ -95,14 +104,7 @@ fn an_unprivileged_user_is_told_what_to_do() {
     {
         return;
     }
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ])
-        .arg(common::kernstat())
+    let out = common::as_nobody()
         .args(["doctor"])
         .stdin(Stdio::null())
         .output()

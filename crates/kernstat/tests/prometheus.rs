@@ -16,84 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use kernstat_testkit::{bpf_gate, proc_rss_bytes, proc_stat_busy_ns, tool_gate, Workload};
 use serde_json::Value;
 
-/// A daemon with its metrics endpoint on a port the kernel chose.
-struct Exporter {
-    child: Child,
-    addr: SocketAddr,
-    sock: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Exporter {
-    fn start(extra: &[&str]) -> Self {
-        use std::io::BufRead;
-        let dir = tempfile::tempdir().unwrap();
-        let sock = dir.path().join("run/sock");
-        let mut args = vec![
-            "daemon",
-            "--socket",
-            sock.to_str().unwrap(),
-            "--interval",
-            "0.5",
-            "--metrics",
-            "127.0.0.1:0",
-        ];
-        args.extend_from_slice(extra);
-        let mut child = common::command()
-            .args(&args)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start kernstat daemon");
-        // "kernstat daemon: listening on SOCK and http://ADDR/metrics (...)"
-        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let addr = loop {
-            line.clear();
-            assert!(
-                err.read_line(&mut line).unwrap() > 0,
-                "the daemon exited before listening"
-            );
-            if let Some(rest) = line.split("http://").nth(1) {
-                break rest.split('/').next().unwrap().parse().unwrap();
-            }
-        };
-        // Keep draining stderr so the daemon never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        let e = Exporter {
-            child,
-            addr,
-            sock,
-            _dir: dir,
-        };
-        let t = Instant::now();
-        while !e.scrape().contains("kernstat_memory_total_bytes") {
-            assert!(t.elapsed() < Duration::from_secs(20), "no sample published");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        e
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/metrics", self.addr)
-    }
-
-    fn scrape(&self) -> String {
-        ureq::get(&self.url())
-            .call()
-            .expect("GET /metrics")
-            .body_mut()
-            .read_to_string()
-            .unwrap()
-    }
-}
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::MetricsDaemon as Exporter;
 
 /// The value of the series `name{labels}` (labels: exact text inside the braces, or "").
 fn series(text: &str, name: &str, labels: &str) -> Option<f64> {
@@ -138,7 +61,10 @@ fn series_match_proc_and_a_known_workload_and_promtool_accepts_them() {
         return;
     }
     let big = Workload::start(&["alloc", "256"]);
-    let e = Exporter::start(&["--collect", "runqlat,writes", "--metrics-top", "5"]);
+    let e = Exporter::start(
+        "0.5",
+        &["--collect", "runqlat,writes", "--metrics-top", "5"],
+    );
     let first = e.scrape();
     std::thread::sleep(Duration::from_millis(1500));
     let text = e.scrape();
@@ -333,7 +259,7 @@ fn prometheus_scrapes_kernstat() {
         return;
     }
     let big = Workload::start(&["alloc", "256"]);
-    let e = Exporter::start(&["--collect", "runqlat"]);
+    let e = Exporter::start("0.5", &["--collect", "runqlat"]);
     let prom = Prometheus::start(e.addr);
     let mut load = Command::new("stress-ng")
         .args([
@@ -385,9 +311,18 @@ fn prometheus_scrapes_kernstat() {
         proc_busy > 40.0,
         "stress-ng keeps a CPU busy: /proc/stat says {proc_busy:.1} %"
     );
+    // Against /proc/stat read at the same instants: the per-CPU series are /proc/stat
+    // sampled with each of the daemon's samples (checked against /proc/stat itself by
+    // counters_and_own_cost_lie_between_readings_of_their_sources), so this window
+    // matches the BPF series' window exactly, however busy or bursty the machine is.
+    let stat_busy = prom.one(
+        "sum(rate(kernstat_cpu_busy_seconds_total[10s])) / sum(kernstat_cpus_online) * 100",
+        at,
+    );
     assert!(
-        (prom_busy - proc_busy).abs() <= 5.0,
-        "CPU busy: Prometheus {prom_busy:.1} %, /proc/stat {proc_busy:.1} %"
+        (prom_busy - stat_busy).abs() <= 5.0,
+        "CPU busy: Prometheus {prom_busy:.1} %, /proc/stat over the same samples \
+         {stat_busy:.1} % (and over this test's own window {proc_busy:.1} %)"
     );
 
     assert_eq!(prom.one("up{job=\"kernstat\"}", at), 1.0);
@@ -451,7 +386,7 @@ fn hostile_http_clients_cannot_stall_the_sampler_or_the_socket() {
     if !bpf_gate() {
         return;
     }
-    let e = Exporter::start(&[]);
+    let e = Exporter::start("0.5", &[]);
     let sock = e.sock.to_str().unwrap().to_string();
     // Other methods and paths.
     let post = raw(
@@ -571,7 +506,7 @@ fn a_system_daemon_serves_metrics_after_dropping_to_nobody() {
     }
     // --system: BPF loaded and both sockets bound as root, then user nobody without
     // capabilities under the seccomp allow-list, which the HTTP server must live with.
-    let e = Exporter::start(&["--system", "--collect", "runqlat,writes"]);
+    let e = Exporter::start("0.5", &["--system", "--collect", "runqlat,writes"]);
     let status = std::fs::read_to_string(format!("/proc/{}/status", e.child.id())).unwrap();
     let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
     assert!(uid.contains("65534"), "{uid}");
@@ -585,4 +520,174 @@ fn a_system_daemon_serves_metrics_after_dropping_to_nobody() {
         "writes readable as nobody"
     );
     assert!(series(&text, "kernstat_memory_total_bytes", "").is_some());
+}
+
+/// /proc/stat's busy time of each CPU (user+nice+system+irq+softirq+steal), seconds.
+fn proc_stat_cores_busy_s() -> Vec<f64> {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .map(|l| {
+            let v: Vec<f64> = l
+                .split_whitespace()
+                .skip(1)
+                .map(|x| x.parse().unwrap())
+                .collect();
+            (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz
+        })
+        .collect()
+}
+
+/// /proc/pressure/cpu's "some" total, seconds.
+fn psi_cpu_some_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/pressure/cpu").ok()?;
+    let line = s.lines().find(|l| l.starts_with("some"))?;
+    let total: f64 = line.split("total=").nth(1)?.trim().parse().ok()?;
+    Some(total / 1e6)
+}
+
+fn run_time_s(pid: u32) -> f64 {
+    kernstat_testkit::process_schedstat(pid).0 as f64 / 1e9
+}
+
+/// Scrapes until `fresh` holds for a scrape (a sample taken after the caller's first
+/// reading), then returns that scrape.
+fn scrape_until(e: &Exporter, fresh: impl Fn(&str) -> bool) -> String {
+    let t = Instant::now();
+    loop {
+        let text = e.scrape();
+        if fresh(&text) {
+            return text;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no fresh sample: {text:.2000}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn counters_and_own_cost_lie_between_readings_of_their_sources() {
+    if !bpf_gate() {
+        return;
+    }
+    let mut spin = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let e = Exporter::start("0.5", &[]);
+    let (daemon, spinner) = (e.child.id(), spin.id());
+    std::thread::sleep(Duration::from_millis(300));
+    // First readings of each source; then a scrape whose sample is later than them
+    // (each of these only grows, and the daemon's own CPU and the spinner's grow at
+    // every sample); then second readings. Every series lies between the two.
+    let cores0 = proc_stat_cores_busy_s();
+    let psi0 = psi_cpu_some_s();
+    let (own0, spin0) = (run_time_s(daemon), run_time_s(spinner));
+    let spin_labels = format!("pid=\"{spinner}\",comm=\"sh\"");
+    let text = scrape_until(&e, |t| {
+        series(t, "kernstat_self_cpu_seconds_total", "").is_some_and(|v| v > own0)
+            && series(t, "kernstat_process_cpu_seconds_total", &spin_labels)
+                .is_some_and(|v| v > spin0)
+    });
+    let cores1 = proc_stat_cores_busy_s();
+    let psi1 = psi_cpu_some_s();
+    let (own1, spin1) = (run_time_s(daemon), run_time_s(spinner));
+    let tick = 0.011; // one clock tick of /proc/stat, and rounding
+    for (cpu, (a, b)) in cores0.iter().zip(&cores1).enumerate() {
+        let v = series(
+            &text,
+            "kernstat_cpu_busy_seconds_total",
+            &format!("cpu=\"{cpu}\""),
+        )
+        .unwrap_or_else(|| panic!("cpu {cpu} series"));
+        assert!(
+            *a - tick <= v && v <= *b + tick,
+            "cpu {cpu}: {v} outside /proc/stat's {a}..{b}"
+        );
+    }
+    if let (Some(a), Some(b)) = (psi0, psi1) {
+        let v = series(
+            &text,
+            "kernstat_pressure_stalled_seconds_total",
+            "resource=\"cpu\",kind=\"some\"",
+        )
+        .unwrap();
+        // The sample may predate the first reading by up to an interval here (PSI
+        // grows only while tasks wait): bounded above, and not behind by more.
+        assert!(
+            v <= b + 1e-6 && v >= a - 0.5,
+            "psi cpu some {v} vs {a}..{b}"
+        );
+    }
+    let own = series(&text, "kernstat_self_cpu_seconds_total", "").unwrap();
+    assert!(
+        own > own0 && own <= own1 + 1e-6,
+        "own CPU {own} vs schedstat {own0}..{own1}"
+    );
+    let spun = series(&text, "kernstat_process_cpu_seconds_total", &spin_labels).unwrap();
+    assert!(
+        spun > spin0 && spun <= spin1 + 1e-6,
+        "spinner {spun} vs {spin0}..{spin1}"
+    );
+    let rss = series(&text, "kernstat_self_resident_memory_bytes", "").unwrap();
+    let proc_rss = proc_rss_bytes(daemon) as f64;
+    assert!(
+        (rss - proc_rss).abs() / proc_rss < 0.1,
+        "own RSS {rss} vs {proc_rss}"
+    );
+    kernstat_testkit::terminate(&mut spin);
+}
+
+#[test]
+fn the_write_histogram_counts_a_known_writer() {
+    if !bpf_gate() {
+        return;
+    }
+    let e = Exporter::start("0.5", &["--collect", "writes"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("w");
+    let mut w = kernstat_testkit::Gated::start(&[
+        "writes",
+        "unbuffered",
+        "1000",
+        "25",
+        file.to_str().unwrap(),
+    ]);
+    let file_writes = "syscall=\"write\",kind=\"file\"";
+    let get = |t: &str, suffix: &str, extra: &str| {
+        series(
+            t,
+            &format!("kernstat_write_size_bytes{suffix}"),
+            &format!("{extra}{file_writes}"),
+        )
+        .unwrap_or(0.0)
+    };
+    let runs = |t: &str| -> f64 {
+        t.lines()
+            .filter(|l| l.starts_with("kernstat_bpf_program_runs_total{collector=\"writes\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let before = e.scrape();
+    w.go(); // 1,000 writes of 25 bytes to a file
+    let after = scrape_until(&e, |t| {
+        get(t, "_count", "") - get(&before, "_count", "") >= 1000.0
+    });
+    // 25 bytes is in the 16-31 bucket: le="31.0" minus le="15.0" grew by (at least,
+    // if something else wrote such sizes meanwhile) 1,000, and so did the sum by 25,000.
+    let in_bucket = |t: &str| get(t, "_bucket", "le=\"31.0\",") - get(t, "_bucket", "le=\"15.0\",");
+    assert!(
+        in_bucket(&after) - in_bucket(&before) >= 1000.0,
+        "{:.3000}",
+        after
+    );
+    assert!(get(&after, "_sum", "") - get(&before, "_sum", "") >= 25_000.0);
+    if series(&after, "kernstat_bpf_stats_enabled", "") == Some(1.0) {
+        assert!(runs(&after) - runs(&before) >= 1000.0, "program runs");
+    }
 }

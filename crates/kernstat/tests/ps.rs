@@ -3,7 +3,7 @@
 //! format, and the benchmark report. BPF tests run as root (CI=true: must run).
 
 mod common;
-use common::{kernstat, run, sources};
+use common::{run, sources};
 
 use std::path::Path;
 use std::process::Command;
@@ -286,14 +286,7 @@ fn a_pinned_iterator_serves_unprivileged_users() {
     let (code, _, err) = run(&["ps", "--pin", &dir]);
     assert_eq!(code, Some(0), "pin: {err}");
     let as_nobody = |extra: &[&str]| {
-        let out = Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--inh-caps=-all",
-            ])
-            .arg(kernstat())
+        let out = common::as_nobody()
             .args(["ps", "--json", "--pin-dir", &dir])
             .args(extra)
             .output()

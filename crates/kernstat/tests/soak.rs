@@ -79,51 +79,13 @@ fn a_loaded_daemon_stays_flat() {
     }
     let secs = env_secs("KERNSTAT_SOAK_SECS", 120);
     let every = env_secs("KERNSTAT_SOAK_EVERY", (secs / 12).clamp(5, 60));
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("run/sock");
-    let s = sock.to_str().unwrap().to_string();
-
-    let mut daemon = common::command()
-        .args([
-            "daemon",
-            "--socket",
-            &s,
-            "--interval",
-            "1",
-            "--metrics",
-            "127.0.0.1:0",
-            "--collect",
-            "runqlat,writes",
-        ])
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let daemon_err = collect(daemon.stderr.take().unwrap());
+    let mut d = common::MetricsDaemon::start("1", &["--collect", "runqlat,writes"]);
+    let s = d.sock.to_str().unwrap().to_string();
+    let sock = d.sock.clone();
+    let daemon_err = d.stderr_lines.clone();
     let t = Instant::now();
-    let addr = loop {
-        let found = daemon_err.lock().unwrap().iter().find_map(|l| {
-            l.split("http://")
-                .nth(1)
-                .map(|r| r.split('/').next().unwrap().to_string())
-        });
-        if let Some(a) = found {
-            break a;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "daemon did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let scrape = || -> String {
-        ureq::get(&format!("http://{addr}/metrics"))
-            .call()
-            .map(|mut r| r.body_mut().read_to_string().unwrap_or_default())
-            .unwrap_or_default()
-    };
-    while !scrape().contains("kernstat_bpf_map_entries") {
-        assert!(t.elapsed() < Duration::from_secs(30), "no first sample");
+    while !d.scrape().contains("kernstat_bpf_map_entries") {
+        assert!(t.elapsed() < Duration::from_secs(30), "no writes map yet");
         std::thread::sleep(Duration::from_millis(100));
     }
 
@@ -202,11 +164,11 @@ fn a_loaded_daemon_stays_flat() {
         })
     };
 
-    let pid = daemon.id();
+    let pid = d.child.id();
     let mut looks = Vec::new();
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(secs) {
-        let text = scrape();
+        let text = d.scrape();
         let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
             .unwrap()
             .count() as u64;
@@ -236,7 +198,7 @@ fn a_loaded_daemon_stays_flat() {
     let side_failures = side.join().unwrap();
     stop(&mut bar);
     stop(&mut load);
-    stop(&mut daemon);
+    stop(&mut d.child);
     std::thread::sleep(Duration::from_millis(200));
 
     // The samples, as CSV and (make soak) as a plot.

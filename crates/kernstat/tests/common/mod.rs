@@ -64,3 +64,102 @@ pub fn sources() -> Vec<&'static [&'static str]> {
         vec![&["--no-bpf"]]
     }
 }
+
+/// kernstat as user 65534 (`nobody`) with no capabilities, forked by root with setpriv
+/// (callers gate on root and on setpriv).
+pub fn as_nobody() -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+    ])
+    .arg(kernstat());
+    c
+}
+
+/// A daemon on a temporary socket with its metrics endpoint on a port the kernel chose;
+/// its stderr is collected (`stderr_lines`); killed when dropped.
+pub struct MetricsDaemon {
+    /// The daemon process.
+    pub child: std::process::Child,
+    /// Where /metrics is served.
+    pub addr: std::net::SocketAddr,
+    /// Its Unix socket.
+    pub sock: std::path::PathBuf,
+    /// Everything it printed on stderr so far.
+    pub stderr_lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl MetricsDaemon {
+    /// `kernstat daemon --interval INTERVAL --metrics 127.0.0.1:0 EXTRA...`, returned
+    /// once its first sample is served.
+    pub fn start(interval: &str, extra: &[&str]) -> Self {
+        use std::io::BufRead;
+        use std::time::{Duration, Instant};
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("run/sock");
+        let mut child = command()
+            .args(["daemon", "--socket", sock.to_str().unwrap()])
+            .args(["--interval", interval, "--metrics", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start kernstat daemon");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        let collected = lines.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                // "kernstat daemon: listening on SOCK and http://ADDR/metrics (...)"
+                if let Some(rest) = line.split("http://").nth(1) {
+                    let _ = tx.send(rest.split('/').next().unwrap_or("").to_string());
+                }
+                collected.lock().unwrap().push(line);
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the daemon did not listen: {:?}", lines.lock().unwrap()))
+            .parse()
+            .unwrap();
+        let d = MetricsDaemon {
+            child,
+            addr,
+            sock,
+            stderr_lines: lines,
+            _dir: dir,
+        };
+        let t = Instant::now();
+        while !d.scrape().contains("kernstat_memory_total_bytes") {
+            assert!(t.elapsed() < Duration::from_secs(20), "no sample published");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        d
+    }
+
+    /// The /metrics URL.
+    pub fn url(&self) -> String {
+        format!("http://{}/metrics", self.addr)
+    }
+
+    /// One scrape (classic text), or "" when the request fails.
+    pub fn scrape(&self) -> String {
+        ureq::get(&self.url())
+            .call()
+            .ok()
+            .and_then(|mut r| r.body_mut().read_to_string().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for MetricsDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
