@@ -18,11 +18,24 @@ pub struct Entry {
     pub json: Box<[u8]>,
     /// When it was computed.
     pub updated: Instant,
+    /// Why the provider failed (then `json` is null).
+    pub error: Option<Box<str>>,
     /// Milliseconds after the cache's epoch when it was last read.
     last_read_ms: AtomicU64,
 }
 
 impl Entry {
+    /// A value made now that is not in the cache (a whole provider's fields gathered
+    /// into one object).
+    pub fn made(json: Vec<u8>) -> Entry {
+        Entry {
+            json: json.into_boxed_slice(),
+            updated: Instant::now(),
+            error: None,
+            last_read_ms: AtomicU64::new(0),
+        }
+    }
+
     /// Age in milliseconds.
     pub fn age_ms(&self) -> u64 {
         self.updated.elapsed().as_millis() as u64
@@ -74,9 +87,40 @@ impl Cache {
 
     /// Replaces the value of `key` (and `path`) with `json`.
     pub fn put(&self, key: &str, path: Option<&str>, json: Vec<u8>) {
+        self.put_entry(key, path, json, None)
+    }
+
+    /// Records that the provider of `key` (and `path`) failed, and why.
+    pub fn put_failed(&self, key: &str, path: Option<&str>, why: &str) {
+        self.put_entry(key, path, b"null".to_vec(), Some(why.into()))
+    }
+
+    /// Removes `key` (and `path`).
+    pub fn remove(&self, key: &str, path: Option<&str>) {
+        match path {
+            None => {
+                if let Ok(mut g) = self.global.write() {
+                    g.remove(key);
+                }
+            }
+            Some(p) => {
+                if let Ok(mut s) = self.scoped.write() {
+                    if let Some(m) = s.get_mut(key) {
+                        m.remove(p);
+                        if m.is_empty() {
+                            s.remove(key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn put_entry(&self, key: &str, path: Option<&str>, json: Vec<u8>, error: Option<Box<str>>) {
         let entry = Arc::new(Entry {
             json: json.into_boxed_slice(),
             updated: Instant::now(),
+            error,
             last_read_ms: AtomicU64::new(self.epoch.elapsed().as_millis() as u64),
         });
         match path {
@@ -133,6 +177,7 @@ impl Cache {
             for m in s.values_mut() {
                 m.remove(path);
             }
+            s.retain(|_, m| !m.is_empty());
         }
     }
 

@@ -148,6 +148,35 @@ impl Session {
         })
     }
 
+    /// Several `get`s in one write (pipelined), their replies in order.
+    pub fn get_many(&mut self, queries: &[Query<'_>]) -> io::Result<Vec<Reply>> {
+        self.request.clear();
+        for q in queries {
+            serde_json::to_writer(&mut self.request, &q.request("get"))?;
+            self.request.push(b'\n');
+        }
+        let sent = self.writer.write_all(&self.request);
+        let mut out = Vec::with_capacity(queries.len());
+        for _ in queries {
+            match self.read_line() {
+                Ok(line) => out.push(
+                    serde_json::from_slice(line)
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?,
+                ),
+                Err(e) => return Err(sent.err().unwrap_or(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `watch` with a path and environment (see [`Query`]).
+    pub fn watch_query(mut self, q: &Query<'_>) -> io::Result<Watch> {
+        let mut body = serde_json::to_vec(&q.request("watch"))?;
+        body.push(b'\n');
+        self.writer.write_all(&body)?;
+        Ok(Watch { session: self })
+    }
+
     /// Another op without arguments: `list`, `status`, `hello`, `refresh`.
     pub fn op(&mut self, op: &str) -> io::Result<Reply> {
         self.call(serde_json::json!({ "op": op }))
@@ -163,6 +192,31 @@ impl Session {
         body.push(b'\n');
         self.writer.write_all(&body)?;
         Ok(Watch { session: self })
+    }
+}
+
+/// One key to ask for: with the directory for path-scoped keys, and the asking shell's
+/// variables for context keys (`providers::context::env_for` names them).
+#[derive(Clone, Debug, Default)]
+pub struct Query<'a> {
+    /// The key, or a provider's name.
+    pub key: &'a str,
+    /// The directory (absolute).
+    pub path: Option<&'a str>,
+    /// The variables.
+    pub env: Option<&'a std::collections::BTreeMap<String, String>>,
+}
+
+impl Query<'_> {
+    fn request(&self, op: &str) -> serde_json::Value {
+        let mut v = serde_json::json!({"op": op, "key": self.key});
+        if let Some(p) = self.path {
+            v["path"] = p.into();
+        }
+        if let Some(env) = self.env {
+            v["env"] = serde_json::json!(env);
+        }
+        v
     }
 }
 

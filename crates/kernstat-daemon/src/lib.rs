@@ -23,5 +23,5 @@ pub mod runtime;
 pub mod server;
 
 pub use cache::Cache;
-pub use client::{default_socket, Reply, Session};
+pub use client::{default_socket, Query, Reply, Session};
 pub use server::{bind, serve, Access, Config, Daemon};

@@ -4,6 +4,8 @@
 //! Requests are parsed with borrowed strings (no allocation for the key or path) and
 //! bounded in size by the connection before they get here.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
 /// Protocol version, reported by `hello`.
@@ -18,12 +20,16 @@ pub const MAX_REQUEST: usize = 64 * 1024;
 pub enum Request<'a> {
     /// The current value of a key.
     Get {
-        /// The key, e.g. "load.one".
+        /// The key, e.g. "load.one", or a provider's name for all its fields ("git").
         #[serde(borrow)]
         key: &'a str,
-        /// For path-scoped keys (git.*): the directory.
+        /// For path-scoped keys (git.*, python.* ...): the directory.
         #[serde(borrow, default)]
         path: Option<&'a str>,
+        /// For context keys: the asking shell's variables that the provider reads
+        /// (docs/protocol.md lists them); absent, the daemon's own environment.
+        #[serde(default)]
+        env: Option<BTreeMap<String, String>>,
     },
     /// Every update of a key, as it happens.
     Watch {
@@ -33,6 +39,9 @@ pub enum Request<'a> {
         /// For path-scoped keys.
         #[serde(borrow, default)]
         path: Option<&'a str>,
+        /// As for `get`.
+        #[serde(default)]
+        env: Option<BTreeMap<String, String>>,
     },
     /// The keys the daemon has values for.
     List,
@@ -144,14 +153,16 @@ mod tests {
             parse(br#"{"op":"get","key":"load.one"}"#).unwrap(),
             Request::Get {
                 key: "load.one",
-                path: None
+                path: None,
+                env: None
             }
         );
         assert_eq!(
             parse(br#"{"op":"get","key":"git.branch","path":"/repo"}"#).unwrap(),
             Request::Get {
                 key: "git.branch",
-                path: Some("/repo")
+                path: Some("/repo"),
+                env: None
             }
         );
         assert_eq!(parse(br#"{"op":"hello"}"#).unwrap(), Request::Hello);

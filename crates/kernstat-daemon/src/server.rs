@@ -22,8 +22,26 @@ use tokio::sync::{broadcast, Semaphore};
 
 use crate::cache::{Cache, Entry};
 use crate::protocol::{self, Code, Request, MAX_REQUEST, PROTOCOL_VERSION};
+use crate::providers::context::{self, schedule::Contexts, Client, Env, Scope};
 use crate::providers::git::schedule::{Counts, GitPaths};
 use crate::providers::{basic, system};
+
+/// Who is at the other end of a connection (the socket's peer credentials).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Peer {
+    /// Its uid.
+    pub uid: Option<u32>,
+    /// Its pid.
+    pub pid: Option<i32>,
+}
+
+/// What a `get` or `watch` asks about besides the key.
+#[derive(Clone, Copy, Debug, Default)]
+struct Asking<'a> {
+    path: Option<&'a str>,
+    env: Option<&'a std::collections::BTreeMap<String, String>>,
+    peer: Peer,
+}
 
 /// What changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,6 +103,7 @@ pub struct Daemon {
     clients: AtomicU64,
     refresh: Mutex<Option<RefreshHook>>,
     pub(crate) git: GitPaths,
+    pub(crate) contexts: Contexts,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -112,6 +131,7 @@ impl Daemon {
             clients: AtomicU64::new(0),
             refresh: Mutex::new(None),
             git: GitPaths::default(),
+            contexts: Contexts::default(),
         });
         basic::publish(&d.cache);
         d
@@ -158,13 +178,16 @@ impl Daemon {
             "clients": self.clients.load(Ordering::Relaxed),
             "requests": self.requests.load(Ordering::Relaxed),
             "git_paths": self.git.len(),
+            "contexts": self.contexts.len(),
+            "watched_dirs": self.contexts.watched_dirs(),
         });
         serde_json::to_vec(&v).unwrap_or_default()
     }
 
     fn stale(&self, e: &Entry, key: &str) -> bool {
-        // System keys are refreshed every interval; basic and git keys on change.
+        // System keys are refreshed every interval; git and context keys on change.
         !key.starts_with("git.")
+            && context::lookup(key).is_none()
             && e.updated.elapsed() > self.config.interval * 3 + Duration::from_secs(1)
     }
 
@@ -184,12 +207,33 @@ impl Daemon {
         self.git.refresh(self, path, Counts::Spawn).await
     }
 
-    /// Background work of the providers (git's inotify events, poll timer, idle paths).
+    /// Background work of the providers (inotify events, poll timers, idle contexts).
     pub async fn run_providers(self: Arc<Self>) {
-        GitPaths::run(self).await
+        tokio::join!(GitPaths::run(self.clone()), Contexts::run(self));
     }
 
-    async fn value(self: &Arc<Self>, key: &str, path: Option<&str>) -> Option<Arc<Entry>> {
+    /// A context key's scope id for this request (None for other keys).
+    fn context_scope(&self, key: &str, ask: &Asking<'_>) -> Option<String> {
+        let (p, _) = context::lookup(key)?;
+        let env = ask.env.map_or(Env::Process, |m| Env::Given(m.clone()));
+        let client = client_of(p, ask.peer);
+        Some(context::scope_id(p, ask.path, &env, client.as_ref()))
+    }
+
+    async fn value(self: &Arc<Self>, key: &str, ask: &Asking<'_>) -> Option<Arc<Entry>> {
+        let path = ask.path;
+        if let Some((p, _)) = context::lookup(key) {
+            if p.scope == Scope::Path && path.is_none() {
+                return None;
+            }
+            let env = ask.env.map_or(Env::Process, |m| Env::Given(m.clone()));
+            let client = client_of(p, ask.peer);
+            let scope = context::scope_id(p, path, &env, client.as_ref());
+            return self
+                .contexts
+                .get(self, p, key, &scope, path, &env, client.as_ref())
+                .await;
+        }
         match path {
             Some(p) if key.starts_with("git.") => {
                 if let Some(e) = self.cache.get(key, Some(p)) {
@@ -198,30 +242,59 @@ impl Daemon {
                 self.git.refresh(self, p, Counts::for_key(key)).await;
                 self.cache.get(key, Some(p))
             }
-            _ => self.cache.get(key, None),
+            _ => match self.cache.get(key, None) {
+                Some(e) => Some(e),
+                None if !key.contains('.') => Box::pin(self.whole(key, ask)).await,
+                None => None,
+            },
         }
     }
 
+    /// Every field of a provider that is not a context provider (`git`, `load`), as one
+    /// object of the fields that have values.
+    async fn whole(self: &Arc<Self>, prefix: &str, ask: &Asking<'_>) -> Option<Arc<Entry>> {
+        let keys = crate::providers::keys_under(prefix);
+        if keys.is_empty() || (prefix == "git" && ask.path.is_none()) {
+            return None;
+        }
+        let mut obj = serde_json::Map::new();
+        for k in keys {
+            let ask = Asking {
+                path: if k.starts_with("git.") {
+                    ask.path
+                } else {
+                    None
+                },
+                ..*ask
+            };
+            if let Some(e) = Box::pin(self.value(k, &ask)).await {
+                if e.error.is_none() {
+                    let v = serde_json::from_slice(&e.json).unwrap_or(serde_json::Value::Null);
+                    obj.insert(k[prefix.len() + 1..].to_string(), v);
+                }
+            }
+        }
+        if prefix == "git" && obj.get("root").is_none_or(|v| v.is_null()) {
+            return Some(Arc::new(Entry::made(b"null".to_vec())));
+        }
+        let json = serde_json::to_vec(&obj).ok()?;
+        Some(Arc::new(Entry::made(json)))
+    }
+
     /// Answers one request (not `watch`) into `out`.
-    async fn respond(self: &Arc<Self>, req: &Request<'_>, out: &mut Vec<u8>) {
+    async fn respond(self: &Arc<Self>, req: &Request<'_>, peer: Peer, out: &mut Vec<u8>) {
         match *req {
-            Request::Get { key, path } => match self.value(key, path).await {
-                Some(e) if &*e.json == b"null" => {
-                    protocol::write_error(out, Code::NoData, &format!("no data for {key}"))
+            Request::Get { key, path, ref env } => {
+                let ask = Asking {
+                    path,
+                    env: env.as_ref(),
+                    peer,
+                };
+                if let Err(why) = check_env(ask.env) {
+                    return protocol::write_error(out, Code::BadRequest, &why);
                 }
-                Some(e) => protocol::write_value(out, &e.json, e.age_ms(), self.stale(&e, key)),
-                None if key.starts_with("git.") && path.is_none() => {
-                    protocol::write_error(out, Code::BadRequest, &format!("{key} needs a path"))
-                }
-                None if known_key(key) => {
-                    protocol::write_error(out, Code::NoData, &format!("no data for {key}"))
-                }
-                None => protocol::write_error(
-                    out,
-                    Code::UnknownKey,
-                    &format!("unknown key {key:?} (the list op names the keys)"),
-                ),
-            },
+                self.respond_get(key, &ask, out).await
+            }
             Request::List => {
                 let keys = serde_json::to_vec(&self.cache.keys()).unwrap_or_default();
                 protocol::write_data(out, &keys);
@@ -252,11 +325,73 @@ impl Daemon {
             Request::Watch { .. } => {}
         }
     }
+
+    async fn respond_get(self: &Arc<Self>, key: &str, ask: &Asking<'_>, out: &mut Vec<u8>) {
+        let path = ask.path;
+        let needs_path = key.starts_with("git.")
+            || key == "git"
+            || context::lookup(key).is_some_and(|(p, _)| p.scope == Scope::Path);
+        match self.value(key, ask).await {
+            Some(e) if e.error.is_some() => protocol::write_error(
+                out,
+                Code::Failed,
+                &format!("{key}: {}", e.error.as_deref().unwrap_or("failed")),
+            ),
+            Some(e) if &*e.json == b"null" => {
+                protocol::write_error(out, Code::NoData, &format!("no data for {key}"))
+            }
+            Some(e) => protocol::write_value(out, &e.json, e.age_ms(), self.stale(&e, key)),
+            None if needs_path && path.is_none() => {
+                protocol::write_error(out, Code::BadRequest, &format!("{key} needs a path"))
+            }
+            None if known_key(key) || !crate::providers::keys_under(key).is_empty() => {
+                protocol::write_error(out, Code::NoData, &format!("no data for {key}"))
+            }
+            None => protocol::write_error(
+                out,
+                Code::UnknownKey,
+                &format!("unknown key {key:?} (the list op names the keys)"),
+            ),
+        }
+    }
 }
 
-/// The uid of the process at the other end of `stream`.
-fn peer_uid(stream: &UnixStream) -> Option<u32> {
-    stream.peer_cred().ok().map(|c| c.uid())
+/// The asking process, for providers whose answer depends on it.
+fn client_of(p: &context::Provider, peer: Peer) -> Option<Client> {
+    match (p.per_client, peer.uid, peer.pid) {
+        (true, Some(uid), Some(pid)) => Some(Client::of(uid, pid)),
+        _ => None,
+    }
+}
+
+/// A request's `env` within bounds.
+fn check_env(env: Option<&std::collections::BTreeMap<String, String>>) -> Result<(), String> {
+    let Some(env) = env else { return Ok(()) };
+    if env.len() > context::MAX_ENV_VARS {
+        return Err(format!(
+            "env carries {} variables; at most {}",
+            env.len(),
+            context::MAX_ENV_VARS
+        ));
+    }
+    match env.iter().find(|(_, v)| v.len() > context::MAX_ENV_VALUE) {
+        Some((k, _)) => Err(format!(
+            "env {k} is longer than {} bytes",
+            context::MAX_ENV_VALUE
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The process at the other end of `stream`.
+fn peer_of(stream: &UnixStream) -> Peer {
+    match stream.peer_cred() {
+        Ok(c) => Peer {
+            uid: Some(c.uid()),
+            pid: c.pid(),
+        },
+        Err(_) => Peer::default(),
+    }
 }
 
 fn allowed(access: &Access, uid: Option<u32>) -> bool {
@@ -289,7 +424,8 @@ pub async fn serve(
         let Some(stream) = crate::accept::next(|| listener.accept(), &mut shutdown).await else {
             return Ok(());
         };
-        if !allowed(&d.config.access, peer_uid(&stream)) {
+        let peer = peer_of(&stream);
+        if !allowed(&d.config.access, peer.uid) {
             tokio::spawn(refuse(stream, "not allowed to use this daemon"));
             continue;
         }
@@ -298,7 +434,7 @@ pub async fn serve(
                 let d = d.clone();
                 tokio::spawn(async move {
                     d.clients.fetch_add(1, Ordering::Relaxed);
-                    let _ = connection(stream, &d).await;
+                    let _ = connection(stream, &d, peer).await;
                     d.clients.fetch_sub(1, Ordering::Relaxed);
                     drop(permit);
                 });
@@ -341,7 +477,7 @@ async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-async fn connection(stream: UnixStream, d: &Arc<Daemon>) -> std::io::Result<()> {
+async fn connection(stream: UnixStream, d: &Arc<Daemon>, peer: Peer) -> std::io::Result<()> {
     let (rd, wr) = stream.into_split();
     // Small per-connection buffers (requests are short; answers are built in `out` and
     // written with one call), so that thousands of idle clients cost little memory.
@@ -369,14 +505,24 @@ async fn connection(stream: UnixStream, d: &Arc<Daemon>) -> std::io::Result<()> 
         }
         match protocol::parse(&line) {
             Err(e) => protocol::write_error(&mut out, Code::BadRequest, &e.to_string()),
-            Ok(Request::Watch { key, path }) => {
+            Ok(Request::Watch { key, path, env }) => {
+                if let Err(why) = check_env(env.as_ref()) {
+                    protocol::write_error(&mut out, Code::BadRequest, &why);
+                    continue_or_flush(&mut rd, &mut wr, &mut out).await?;
+                    continue;
+                }
                 let key = key.to_string();
                 let path = path.map(str::to_string);
                 wr.write_all(&out).await?;
                 out.clear();
-                return watch(d, &key, path.as_deref(), rd, wr).await;
+                let ask = Asking {
+                    path: path.as_deref(),
+                    env: env.as_ref(),
+                    peer,
+                };
+                return watch(d, &key, &ask, rd, wr).await;
             }
-            Ok(req) => d.respond(&req, &mut out).await,
+            Ok(req) => d.respond(&req, peer, &mut out).await,
         }
         // Answers to pipelined requests go out together.
         if rd.buffer().is_empty() {
@@ -390,19 +536,36 @@ async fn connection(stream: UnixStream, d: &Arc<Daemon>) -> std::io::Result<()> 
     }
 }
 
+/// Writes the answers gathered so far unless more pipelined requests are waiting.
+async fn continue_or_flush(
+    rd: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+    wr: &mut tokio::net::unix::OwnedWriteHalf,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    if rd.buffer().is_empty() {
+        wr.write_all(out).await?;
+        out.clear();
+    }
+    Ok(())
+}
+
 async fn watch(
     d: &Arc<Daemon>,
     key: &str,
-    path: Option<&str>,
+    ask: &Asking<'_>,
     mut rd: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut wr: tokio::net::unix::OwnedWriteHalf,
 ) -> std::io::Result<()> {
+    let path = ask.path;
+    // What a change event names: the path for git keys, the scope for context keys.
+    let scope = d.context_scope(key, ask);
+    let wakes_on = scope.as_deref().or(path);
     let mut rx = d.events.subscribe();
     let mut out = Vec::with_capacity(1024);
     let mut last: Option<Instant> = None;
     let mut scratch = [0u8; 512];
     loop {
-        if let Some(e) = d.value(key, path).await {
+        if let Some(e) = d.value(key, ask).await {
             if last != Some(e.updated) {
                 last = Some(e.updated);
                 out.clear();
@@ -425,8 +588,8 @@ async fn watch(
         }
         tokio::select! {
             ev = rx.recv() => match ev {
-                Ok(Event::System) if path.is_none() => {}
-                Ok(Event::Path(p)) if Some(&*p) == path => {}
+                Ok(Event::System) if wakes_on.is_none() => {}
+                Ok(Event::Path(p)) if Some(&*p) == wakes_on => {}
                 Ok(_) => continue,
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(broadcast::error::RecvError::Closed) => return Ok(()),

@@ -26,9 +26,9 @@ fn every_key_is_documented_in_the_protocol_and_the_readme() {
         ("README.md", doc("README.md")),
     ] {
         let words = backticked(&text);
-        let missing: Vec<&str> = all_keys()
+        let missing: Vec<String> = all_keys()
             .map(|(k, _)| k)
-            .filter(|k| !words.contains(k))
+            .filter(|k| !words.contains(k.as_str()))
             .collect();
         assert!(missing.is_empty(), "{name} does not mention {missing:?}");
     }
@@ -39,7 +39,7 @@ fn the_protocol_key_tables_name_only_served_keys() {
     let text = doc("docs/protocol.md");
     let keys = &text[text.find("\n## Keys").expect("a Keys section")..];
     let keys = &keys[..keys.find("\n## Examples").unwrap_or(keys.len())];
-    let served: BTreeSet<&str> = all_keys().map(|(k, _)| k).collect();
+    let served: BTreeSet<String> = all_keys().map(|(k, _)| k).collect();
     // Table rows start with `| `key``; each backticked key in the first cell is checked.
     for line in keys.lines().filter(|l| l.starts_with("| `")) {
         let first = line.split('|').nth(1).unwrap_or("");

@@ -5,88 +5,15 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kernstat_daemon::{Config, Daemon, Session};
+mod common;
+
+use common::{ask, model, session, start, start_with, wait_for, TestDaemon};
+use kernstat_daemon::{Config, Session};
 use kernstat_model::model::ProcRate;
-use kernstat_model::Model;
 use serde_json::Value;
-
-struct TestDaemon {
-    _dir: tempfile::TempDir,
-    sock: PathBuf,
-    daemon: Arc<Daemon>,
-    refreshes: mpsc::Receiver<()>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    rt: Option<tokio::runtime::Runtime>,
-}
-
-impl Drop for TestDaemon {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_timeout(Duration::from_secs(1));
-        }
-    }
-}
-
-fn model(load: f64) -> Model {
-    Model {
-        cpu_percent: 12.5,
-        load: [load, 0.3, 0.2],
-        ..Default::default()
-    }
-}
-
-fn start_with(config: Config, dir_mode: u32, sock_mode: u32) -> TestDaemon {
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("run/sock");
-    let daemon = Daemon::new(config);
-    daemon.publish_system(&model(0.42), 50.0);
-    let (tx, refreshes) = mpsc::channel();
-    daemon.set_refresh(move || {
-        let _ = tx.send(());
-    });
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = kernstat_daemon::bind(&sock, sock_mode, dir_mode).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    rt.spawn(kernstat_daemon::serve(listener, daemon.clone(), async {
-        let _ = stopped.await;
-    }));
-    rt.spawn(daemon.clone().run_providers());
-    TestDaemon {
-        _dir: dir,
-        sock,
-        daemon,
-        refreshes,
-        stop: Some(stop),
-        rt: Some(rt),
-    }
-}
-
-fn start() -> TestDaemon {
-    start_with(Config::default(), 0o700, 0o600)
-}
-
-fn ask(s: &mut Session, req: &str) -> Value {
-    let line = s.raw(req.as_bytes()).unwrap();
-    serde_json::from_slice(line)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(line)))
-}
-
-fn session(d: &TestDaemon) -> Session {
-    let s = Session::connect(&d.sock).unwrap();
-    s.set_timeout(Some(Duration::from_secs(10))).unwrap();
-    s
-}
 
 /// The daemon still answers a fresh client.
 fn still_serving(d: &TestDaemon) {
@@ -109,17 +36,6 @@ fn fake_repo(dir: &Path, branch: &str) {
         "2222222222222222222222222222222222222222\n",
     )
     .unwrap();
-}
-
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !cond() {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
@@ -656,7 +572,7 @@ mod props {
             let line = serde_json::to_vec(&serde_json::json!({"op": "get", "key": key, "path": path})).unwrap();
             // Keys with escapes cannot be borrowed from the line: refused, not misread.
             match protocol::parse(&line) {
-                Ok(Request::Get { key: k, path: p }) => {
+                Ok(Request::Get { key: k, path: p, .. }) => {
                     prop_assert_eq!(k, key.as_str());
                     prop_assert_eq!(p, path.as_deref());
                 }

@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod bar;
+pub mod fill;
 pub mod hist;
 pub mod human;
 pub mod plot;

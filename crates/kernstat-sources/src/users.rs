@@ -15,6 +15,8 @@ pub struct User {
     pub uid: u32,
     /// Primary group id.
     pub gid: u32,
+    /// Home directory.
+    pub home: String,
 }
 
 /// Both lookups share this: `call` fills a passwd record through the buffer we own.
@@ -34,6 +36,7 @@ fn lookup(
             name: CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned(),
             uid: pwd.pw_uid,
             gid: pwd.pw_gid,
+            home: CStr::from_ptr(pwd.pw_dir).to_string_lossy().into_owned(),
         })
     }
 }
@@ -61,6 +64,7 @@ pub fn by_name_or_uid(s: &str) -> Option<User> {
             name: s.to_string(),
             uid,
             gid: uid,
+            home: "/".to_string(),
         })),
         Err(_) => by_name(s),
     }

@@ -33,8 +33,10 @@ pub enum Command {
     Writes(WritesArgs),
     /// One sampler and cache serving bars, prompts and scripts over a Unix socket.
     Daemon(DaemonArgs),
-    /// One value from the daemon (or computed here when no daemon runs).
+    /// Values from the daemon (or computed here when no daemon runs).
     Get(GetArgs),
+    /// Fills `{key}` fields of a template with values, in one round trip.
+    Eval(EvalArgs),
     /// Every update of a value from the daemon, one per line.
     Watch(WatchArgs),
     /// The daemon's state.
@@ -422,21 +424,56 @@ pub struct SocketArg {
     pub socket: Option<PathBuf>,
 }
 
+/// How `get` prints values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Each value on its own line (strings bare; a provider's fields as field=value lines).
+    #[default]
+    Text,
+    /// One JSON object, key to value (null without one).
+    Json,
+    /// KS_KEY='value' lines a shell can eval (KS_GIT_BRANCH, KS_LOAD_ONE).
+    Shell,
+    /// key<TAB>value lines.
+    Tsv,
+    /// key,value lines (RFC 4180 quoting).
+    Csv,
+}
+
 /// `kernstat get`.
 #[derive(Clone, Debug, Args)]
 pub struct GetArgs {
-    /// The key, e.g. load.one, mem.used, top.cpu, git.branch (`kernstat get --list`).
+    /// Keys, e.g. load.one mem.used git.branch kubecontext.context, or a provider's name
+    /// for all its fields (git, python); `kernstat get --list` names them.
     #[arg(required_unless_present = "list")]
-    pub key: Option<String>,
-    /// For git.* keys: the directory (default: the current one).
+    pub keys: Vec<String>,
+    /// For per-directory keys (git, python, asdf ...): the directory (default: the
+    /// current one).
     #[arg(long)]
     pub path: Option<PathBuf>,
-    /// Print the daemon's whole reply (value, age, staleness) as JSON.
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text, conflicts_with = "json")]
+    pub format: Format,
+    /// Print the daemon's whole reply (value, age, staleness) as a JSON line per key.
     #[arg(long)]
     pub json: bool,
     /// List every key and what it means.
     #[arg(long)]
     pub list: bool,
+    /// Where to find the daemon.
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+/// `kernstat eval`.
+#[derive(Clone, Debug, Args)]
+pub struct EvalArgs {
+    /// The template: text with {key} fields, {{ and }} for braces, e.g.
+    /// '{git.branch} {load.one}'. A field without a value is left empty.
+    pub template: String,
+    /// For per-directory keys: the directory (default: the current one).
+    #[arg(long)]
+    pub path: Option<PathBuf>,
     /// Where to find the daemon.
     #[command(flatten)]
     pub socket: SocketArg,

@@ -9,12 +9,17 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kernstat_daemon::providers::{self, basic, git, system};
-use kernstat_daemon::{default_socket, Cache, Reply, Session};
-use kernstat_model::{Model, ModelOptions, RawSample};
+use std::collections::BTreeMap;
 
-use crate::cli::{GetArgs, StatusArgs, WatchArgs};
+use kernstat_daemon::providers::context::{self, Client, Env};
+use kernstat_daemon::providers::{self, basic, git, system};
+use kernstat_daemon::{default_socket, Cache, Query, Reply, Session};
+use kernstat_model::{Model, ModelOptions, RawSample};
+use kernstat_render::fill;
+
+use crate::cli::{EvalArgs, Format, GetArgs, StatusArgs, WatchArgs};
 use crate::collect::{CollectOptions, Collector};
+use crate::format;
 
 /// Window for rates when `get` computes a value itself.
 const DIRECT_WINDOW: Duration = Duration::from_millis(250);
@@ -36,9 +41,10 @@ pub fn connect(socket: Option<&Path>) -> Result<(PathBuf, Session), String> {
     }
 }
 
-/// For git.* keys: the directory as an absolute path (the daemon has another cwd).
+/// For per-directory keys: the directory as an absolute path (the daemon has another
+/// cwd).
 fn key_path(key: &str, path: Option<&Path>) -> io::Result<Option<String>> {
-    if !key.starts_with("git.") {
+    if !providers::path_scoped(key) {
         return Ok(None);
     }
     let dir = match path {
@@ -51,30 +57,46 @@ fn key_path(key: &str, path: Option<&Path>) -> io::Result<Option<String>> {
     Ok(Some(abs.to_string_lossy().into_owned()))
 }
 
+/// The variables of this shell that the context providers of `keys` read.
+fn shell_env<'a>(keys: impl IntoIterator<Item = &'a str>) -> BTreeMap<String, String> {
+    context::env_for(keys)
+        .into_iter()
+        .filter_map(|v| Some((v.to_string(), std::env::var(v).ok()?)))
+        .collect()
+}
+
+/// Whether `key` names a whole provider (its fields as one object).
+fn is_whole(key: &str) -> bool {
+    !key.contains('.')
+        && (context::provider(key).is_some() || !providers::keys_under(key).is_empty())
+}
+
 fn fail(msg: impl std::fmt::Display) -> i32 {
     eprintln!("kernstat: {msg}");
     2
 }
 
-/// Prints a reply's value (strings bare, everything else as JSON) or its error, and
-/// returns the exit status.
-fn print_reply(key: &str, reply: &Reply, json: bool) -> i32 {
-    let status = match (&reply.data, reply.ok) {
+/// 0 with a value, 1 without one, 2 for an error.
+fn status_of(reply: &Reply) -> i32 {
+    match (&reply.data, reply.ok) {
         (Some(_), true) => 0,
         (None, true) => 1,
         _ if reply.no_data() => 1,
         _ => 2,
-    };
+    }
+}
+
+/// Prints a reply's value (strings bare, everything else as JSON) or its error, and
+/// returns the exit status.
+fn print_reply(key: &str, reply: &Reply, json: bool) -> i32 {
+    let status = status_of(reply);
     let mut out = io::stdout().lock();
     let written = if json {
         serde_json::to_writer(&mut out, reply)
             .map_err(io::Error::from)
             .and_then(|()| writeln!(out))
     } else if let (0, Some(v)) = (status, &reply.data) {
-        match v {
-            serde_json::Value::String(s) => writeln!(out, "{s}"),
-            other => writeln!(out, "{other}"),
-        }
+        writeln!(out, "{}", format::text(v))
     } else {
         Ok(())
     };
@@ -88,43 +110,142 @@ fn print_reply(key: &str, reply: &Reply, json: bool) -> i32 {
     status
 }
 
-/// `kernstat get`.
-pub fn get(args: &GetArgs) -> i32 {
-    if args.list {
-        let mut out = io::stdout().lock();
-        for (k, what) in providers::all_keys() {
-            if writeln!(out, "{k:<18}{what}").is_err() {
-                break;
-            }
+/// Asks for every key in one connection (pipelined), or computes them here when no
+/// daemon runs. The replies in the order of `keys`.
+fn fetch(keys: &[String], path: Option<&Path>, socket: Option<&Path>) -> Result<Vec<Reply>, i32> {
+    let mut paths = Vec::with_capacity(keys.len());
+    for k in keys {
+        match key_path(k, path) {
+            Ok(p) => paths.push(p),
+            Err(e) => return Err(fail(format!("--path {e}"))),
         }
-        return 0;
     }
-    let Some(key) = args.key.as_deref() else {
-        return fail("get needs a KEY (kernstat get --list names them)");
-    };
-    let path = match key_path(key, args.path.as_deref()) {
-        Ok(p) => p,
-        Err(e) => return fail(format!("--path {e}")),
-    };
-    let reply = match connect(args.socket.socket.as_deref()) {
+    let env = shell_env(keys.iter().map(String::as_str));
+    match connect(socket) {
         Ok((sock, mut s)) => {
             let _ = s.set_timeout(Some(TIMEOUT));
-            match s.get(key, path.as_deref()) {
-                Ok(r) => r,
-                Err(e) => return fail(format!("daemon at {}: {e}", sock.display())),
-            }
+            let queries: Vec<Query<'_>> = keys
+                .iter()
+                .zip(&paths)
+                .map(|(k, p)| Query {
+                    key: k,
+                    path: p.as_deref(),
+                    env: context::lookup(k).is_some().then_some(&env),
+                })
+                .collect();
+            s.get_many(&queries)
+                .map_err(|e| fail(format!("daemon at {}: {e}", sock.display())))
         }
         Err(why) => {
             eprintln!(
                 "kernstat: {why}; computed directly (`kernstat daemon` serves cached values)"
             );
-            match direct(key, path.as_deref()) {
-                Ok(r) => r,
-                Err(e) => return fail(e),
+            keys.iter()
+                .zip(&paths)
+                .map(|(k, p)| direct(k, p.as_deref()).map_err(fail))
+                .collect()
+        }
+    }
+}
+
+/// `kernstat get`.
+pub fn get(args: &GetArgs) -> i32 {
+    if args.list {
+        let mut out = io::stdout().lock();
+        for (k, what) in providers::all_keys() {
+            if writeln!(out, "{k:<26}{what}").is_err() {
+                break;
             }
         }
+        return 0;
+    }
+    if args.keys.is_empty() {
+        return fail("get needs a KEY (kernstat get --list names them)");
+    }
+    let replies = match fetch(
+        &args.keys,
+        args.path.as_deref(),
+        args.socket.socket.as_deref(),
+    ) {
+        Ok(r) => r,
+        Err(status) => return status,
     };
-    print_reply(key, &reply, args.json)
+    if args.json || (args.keys.len() == 1 && args.format == Format::Text) {
+        return args
+            .keys
+            .iter()
+            .zip(&replies)
+            .map(|(k, r)| {
+                if args.json || !is_whole(k) {
+                    print_reply(k, r, args.json)
+                } else {
+                    print_values(
+                        args.format,
+                        std::slice::from_ref(k),
+                        std::slice::from_ref(r),
+                    )
+                }
+            })
+            .max()
+            .unwrap_or(0);
+    }
+    print_values(args.format, &args.keys, &replies)
+}
+
+fn print_values(format: Format, keys: &[String], replies: &[Reply]) -> i32 {
+    let values: Vec<(String, Option<serde_json::Value>, bool)> = keys
+        .iter()
+        .zip(replies)
+        .map(|(k, r)| (k.clone(), r.data.clone().filter(|_| r.ok), is_whole(k)))
+        .collect();
+    let _ = io::stdout()
+        .lock()
+        .write_all(format::render(format, &values).as_bytes());
+    let mut status = 0;
+    for (k, r) in keys.iter().zip(replies) {
+        let st = status_of(r);
+        if st == 2 {
+            eprintln!("kernstat: {k}: {}", r.error.as_deref().unwrap_or("failed"));
+        }
+        status = status.max(st);
+    }
+    status
+}
+
+/// `kernstat eval`.
+pub fn eval(args: &EvalArgs) -> i32 {
+    let pieces = match fill::parse(&args.template) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let keys: Vec<String> = fill::keys(&pieces)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let replies = if keys.is_empty() {
+        Vec::new()
+    } else {
+        match fetch(&keys, args.path.as_deref(), args.socket.socket.as_deref()) {
+            Ok(r) => r,
+            Err(status) => return status,
+        }
+    };
+    let mut status = 0;
+    for (k, r) in keys.iter().zip(&replies) {
+        if status_of(r) == 2 {
+            eprintln!("kernstat: {k}: {}", r.error.as_deref().unwrap_or("failed"));
+            status = 2;
+        }
+    }
+    let text = fill::render(&pieces, |k| {
+        keys.iter()
+            .position(|x| x == k)
+            .and_then(|i| replies[i].data.as_ref().filter(|_| replies[i].ok))
+            .map(format::text)
+            .unwrap_or_default()
+    });
+    let _ = writeln!(io::stdout().lock(), "{text}");
+    status
 }
 
 fn value_reply(json: &[u8]) -> Reply {
@@ -146,19 +267,54 @@ fn value_reply(json: &[u8]) -> Reply {
     }
 }
 
-/// Computes one key the way the daemon would, without a daemon: git keys from the
-/// repository's files, host facts from uname and sysinfo, system metrics from /proc
-/// (rates over a 250 ms window).
+fn unknown(key: &str) -> Reply {
+    Reply {
+        ok: false,
+        code: Some("unknown_key".into()),
+        error: Some(format!(
+            "unknown key {key:?} (kernstat get --list names them)"
+        )),
+        ..Reply::default()
+    }
+}
+
+/// Computes one key the way the daemon would, without a daemon: context keys from the
+/// tools' files with this process's environment, git keys from the repository's files,
+/// host facts from uname and sysinfo, system metrics from /proc (rates over a 250 ms
+/// window); a provider's name gathers its fields.
 fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
+    if let Some((p, _)) = context::lookup(key) {
+        // SAFETY: geteuid has no preconditions.
+        let client = Client::of(unsafe { libc::geteuid() }, std::process::id() as i32);
+        let reading = context::read_now(p, path.map(Path::new), &Env::Process, Some(&client));
+        if let Some(why) = reading.error {
+            return Ok(Reply {
+                ok: false,
+                code: Some("failed".into()),
+                error: Some(why),
+                ..Reply::default()
+            });
+        }
+        return Ok(context::values(p, &reading)
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| value_reply(&v))
+            .unwrap_or_else(|| value_reply(b"null")));
+    }
+    if is_whole(key) {
+        let mut obj = serde_json::Map::new();
+        for k in providers::keys_under(key) {
+            if let Some(v) = direct(k, path.filter(|_| k.starts_with("git.")))?.data {
+                obj.insert(k[key.len() + 1..].to_string(), v);
+            }
+        }
+        if key == "git" && !obj.contains_key("root") {
+            return Ok(value_reply(b"null"));
+        }
+        return Ok(value_reply(&serde_json::to_vec(&obj)?));
+    }
     if !providers::is_known(key) {
-        return Ok(Reply {
-            ok: false,
-            code: Some("unknown_key".into()),
-            error: Some(format!(
-                "unknown key {key:?} (kernstat get --list names them)"
-            )),
-            ..Reply::default()
-        });
+        return Ok(unknown(key));
     }
     if let Some(p) = path {
         return Ok(match git::read(Path::new(p)) {
@@ -212,7 +368,13 @@ pub fn watch(args: &WatchArgs) -> i32 {
         Ok(c) => c,
         Err(why) => return fail(format!("{why}; start one with `kernstat daemon`")),
     };
-    let stream = match session.watch(&args.key, path.as_deref()) {
+    let env = shell_env([args.key.as_str()]);
+    let query = Query {
+        key: &args.key,
+        path: path.as_deref(),
+        env: context::lookup(&args.key).is_some().then_some(&env),
+    };
+    let stream = match session.watch_query(&query) {
         Ok(w) => w,
         Err(e) => return fail(format!("daemon at {}: {e}", sock.display())),
     };

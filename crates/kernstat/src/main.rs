@@ -13,6 +13,7 @@ mod daemon;
 mod docs;
 mod doctor;
 mod exporter;
+mod format;
 mod instance;
 mod interval;
 mod privileges;
@@ -40,6 +41,7 @@ fn main() {
         cli::Command::Writes(a) => writes::run(a),
         cli::Command::Daemon(a) => daemon::run(a),
         cli::Command::Get(a) => Ok(client::get(a)),
+        cli::Command::Eval(a) => Ok(client::eval(a)),
         cli::Command::Watch(a) => Ok(client::watch(a)),
         cli::Command::Status(a) => Ok(client::status(a)),
         cli::Command::Doctor(a) => doctor::run(a),

@@ -2,20 +2,43 @@
 //! sampler, fixed facts about the host, and per-path git state.
 
 pub mod basic;
+pub mod context;
 pub mod git;
 pub mod system;
 
 /// Every key the daemon can serve, with its meaning (the `list` op returns the ones
-/// that have values; this is the documentation).
-pub fn all_keys() -> impl Iterator<Item = (&'static str, &'static str)> {
+/// that have values; this is the documentation). Dynamic context fields are named
+/// `provider.<name>`.
+pub fn all_keys() -> impl Iterator<Item = (String, &'static str)> {
     system::METRICS
         .iter()
-        .map(|m| (m.key, m.help))
-        .chain(basic::BASIC_KEYS.iter().copied())
-        .chain(git::GIT_KEYS.iter().copied())
+        .map(|m| (m.key.to_string(), m.help))
+        .chain(basic::BASIC_KEYS.iter().map(|(k, h)| (k.to_string(), *h)))
+        .chain(git::GIT_KEYS.iter().map(|(k, h)| (k.to_string(), *h)))
+        .chain(context::all_keys())
 }
 
-/// Whether `key` is one the daemon can serve.
+/// Whether `key` is one the daemon can serve: a key, or a context provider's field or
+/// name.
 pub fn is_known(key: &str) -> bool {
-    all_keys().any(|(k, _)| k == key)
+    context::lookup(key).is_some() || all_keys().any(|(k, _)| k == key)
+}
+
+/// The fixed keys under `prefix.` (for a whole-provider request such as `git`), when
+/// `prefix` is not itself a key.
+pub fn keys_under(prefix: &str) -> Vec<&'static str> {
+    system::METRICS
+        .iter()
+        .map(|m| m.key)
+        .chain(basic::BASIC_KEYS.iter().map(|(k, _)| *k))
+        .chain(git::GIT_KEYS.iter().map(|(k, _)| *k))
+        .filter(|k| k.strip_prefix(prefix).is_some_and(|r| r.starts_with('.')))
+        .collect()
+}
+
+/// Whether `key` (or provider name) is answered per directory: a request needs `path`.
+pub fn path_scoped(key: &str) -> bool {
+    key == "git"
+        || key.starts_with("git.")
+        || context::lookup(key).is_some_and(|(p, _)| p.scope == context::Scope::Path)
 }

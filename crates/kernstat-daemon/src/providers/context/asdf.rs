@@ -1,0 +1,53 @@
+//! `asdf.*`: the tool versions asdf would use in a directory: the nearest
+//! `.tool-versions` upward (`$ASDF_DEFAULT_TOOL_VERSIONS_FILENAME` renames it), else the
+//! one in the home directory. One field per tool (`asdf.nodejs` = `20.11.0`, the first
+//! version of its line, the one asdf selects), and `asdf.file`.
+
+use super::files::find_upward;
+use super::{Ctx, Provider, Reading, Scope};
+
+/// The provider.
+pub static PROVIDER: Provider = Provider {
+    name: "asdf",
+    scope: Scope::Path,
+    env: &["ASDF_DEFAULT_TOOL_VERSIONS_FILENAME", "HOME"],
+    fields: &[("file", "the .tool-versions in effect")],
+    dynamic: Some("the version of each tool it pins, e.g. asdf.nodejs"),
+    per_client: false,
+    read,
+};
+
+/// (tool, first version) of each line of a .tool-versions file.
+pub fn parse(text: &str) -> Vec<(&str, &str)> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.split('#').next()?.trim();
+            let mut words = l.split_whitespace();
+            Some((words.next()?, words.next()?))
+        })
+        .collect()
+}
+
+fn read(ctx: &Ctx) -> Reading {
+    let mut r = Reading::default();
+    let Some(start) = ctx.path else { return r };
+    let name = ctx
+        .var("ASDF_DEFAULT_TOOL_VERSIONS_FILENAME")
+        .unwrap_or_else(|| ".tool-versions".into());
+    let mut looked = Vec::new();
+    let found = find_upward(start, &[&name], &mut looked).or_else(|| {
+        let home = ctx.home()?.join(&name);
+        looked.push(home.clone());
+        home.is_file().then_some(home)
+    });
+    r.watched.extend(looked);
+    let Some(file) = found else { return r };
+    let Some(text) = r.read(&file) else { return r };
+    for (tool, version) in parse(&text) {
+        if tool != "file" && !r.fields.iter().any(|(f, _)| f == tool) {
+            r.set(tool, version);
+        }
+    }
+    r.set("file", file.to_string_lossy().into_owned());
+    r
+}

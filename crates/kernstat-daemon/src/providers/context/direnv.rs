@@ -1,0 +1,86 @@
+//! `direnv.*`: whether direnv would load this directory's `.envrc`, read from direnv's
+//! own records without running it. direnv allows an `.envrc` by content: the allow
+//! record is `$XDG_DATA_HOME/direnv/allow/SHA256(path + "\n" + contents)` (checked
+//! against direnv 2.32's `direnv allow`), so an edited file is blocked again until
+//! re-allowed; direnv ≥ 2.33 also records a denial as `direnv/deny/SHA256(path + "\n")`.
+//! `loaded` says whether the asking shell has it loaded (`$DIRENV_DIR`).
+
+use sha2::{Digest, Sha256};
+
+use super::files::find_upward;
+use super::{Ctx, Provider, Reading, Scope};
+
+/// The provider.
+pub static PROVIDER: Provider = Provider {
+    name: "direnv",
+    scope: Scope::Path,
+    env: &["XDG_DATA_HOME", "HOME", "DIRENV_DIR"],
+    fields: &[
+        (
+            "status",
+            "allowed, denied or blocked (null without an .envrc)",
+        ),
+        ("allowed", "direnv would load the .envrc"),
+        ("envrc", "the .envrc in effect"),
+        ("loaded", "the asking shell has it loaded ($DIRENV_DIR)"),
+    ],
+    dynamic: None,
+    per_client: false,
+    read,
+};
+
+fn hex(d: impl AsRef<[u8]>) -> String {
+    let mut s = String::with_capacity(64);
+    for b in d.as_ref() {
+        s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    s
+}
+
+fn read(ctx: &Ctx) -> Reading {
+    let mut r = Reading::default();
+    let Some(start) = ctx.path else { return r };
+    let mut looked = Vec::new();
+    let found = find_upward(start, &[".envrc"], &mut looked);
+    r.watched.extend(looked);
+    let Some(envrc) = found else { return r };
+    let Some(data) = ctx.data_home().map(|d| d.join("direnv")) else {
+        return r;
+    };
+    // The hash covers the file's bytes; read them bounded, as every file here.
+    r.watched.push(envrc.clone());
+    let Some(contents) = super::files::read_bytes(&envrc) else {
+        if let Some(e) = super::files::unreadable(&envrc) {
+            r.error = Some(format!("{}: {e}", envrc.display()));
+        }
+        return r;
+    };
+    let path = envrc.to_string_lossy();
+    let mut h = Sha256::new();
+    h.update(path.as_bytes());
+    h.update(b"\n");
+    let path_hash = hex(h.clone().finalize());
+    h.update(&contents);
+    let allow = data.join("allow").join(hex(h.finalize()));
+    let deny = data.join("deny").join(path_hash);
+    r.watched.push(allow.clone());
+    r.watched.push(deny.clone());
+    let status = if deny.exists() {
+        "denied"
+    } else if allow.exists() {
+        "allowed"
+    } else {
+        "blocked"
+    };
+    let dir = envrc.parent().map(|d| d.to_string_lossy().into_owned());
+    let loaded = match (ctx.var("DIRENV_DIR"), &dir) {
+        (Some(v), Some(d)) => v.strip_prefix('-') == Some(d.as_str()),
+        _ => false,
+    };
+    r.set("status", status);
+    r.set("allowed", status == "allowed");
+    r.set("envrc", path.into_owned());
+    r.set("loaded", loaded);
+    r
+}

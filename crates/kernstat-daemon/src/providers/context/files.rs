@@ -1,0 +1,145 @@
+//! How the context providers read the files other tools leave behind: bounded in size
+//! (a provider never reads more than `MAX_FILE` of anything a client may name), searched
+//! upward from a directory the way each tool searches, and small INI files parsed the
+//! way aws, gcloud and git write them.
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// Largest file a provider reads (kubeconfigs with many clusters are a few hundred KiB).
+pub const MAX_FILE: u64 = 1 << 20;
+
+/// Opens `path` for reading without blocking: a FIFO or device someone put where a
+/// config file belongs must not hang the reading thread.
+fn open(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+/// The file's text, or None when it does not exist, is not a regular file, or is not
+/// readable; longer files are cut at `MAX_FILE` and invalid UTF-8 replaced.
+pub fn read_text(path: &Path) -> Option<String> {
+    let buf = read_bytes(path)?;
+    Some(match String::from_utf8(buf) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// The file's bytes (at most `MAX_FILE`), or None as for [`read_text`].
+pub fn read_bytes(path: &Path) -> Option<Vec<u8>> {
+    let f = open(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut buf = Vec::new();
+    f.take(MAX_FILE).read_to_end(&mut buf).ok()?;
+    Some(buf)
+}
+
+/// Whether `path` can be read, for errors worth a back-off (permission, I/O) as
+/// opposed to absence.
+pub fn unreadable(path: &Path) -> Option<io::Error> {
+    match open(path) {
+        Err(e)
+            if e.kind() != io::ErrorKind::NotFound && e.kind() != io::ErrorKind::NotADirectory =>
+        {
+            Some(e)
+        }
+        _ => None,
+    }
+}
+
+/// The first of `names` found in `start` or one of its ancestors (nearest first): the
+/// directory and the file. Every candidate looked at is pushed to `looked`, so that the
+/// caller can watch for one appearing.
+pub fn find_upward(start: &Path, names: &[&str], looked: &mut Vec<PathBuf>) -> Option<PathBuf> {
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        for name in names {
+            let candidate = d.join(name);
+            looked.push(candidate.clone());
+            if candidate.exists() {
+                return Some(candidate);
+            }
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// One INI section's `key = value` pairs, for the section whose header (inside the
+/// brackets, trimmed) equals `section`. Comments start with `#` or `;`.
+pub fn ini_section<'a>(text: &'a str, section: &str) -> Vec<(&'a str, &'a str)> {
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') || l.starts_with(';') {
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix('[') {
+            inside = rest
+                .strip_suffix(']')
+                .is_some_and(|name| name.trim() == section);
+            continue;
+        }
+        if inside {
+            if let Some((k, v)) = l.split_once('=') {
+                out.push((k.trim(), v.trim()));
+            }
+        }
+    }
+    out
+}
+
+/// The value of `key` in `section`, the last one when repeated (as aws and gcloud read).
+pub fn ini_value<'a>(text: &'a str, section: &str, key: &str) -> Option<&'a str> {
+    ini_section(text, section)
+        .into_iter()
+        .rev()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ini() {
+        let t = "# c\n[default]\nregion = eu-west-1\n[profile dev]\n region=us-east-1 \n; x\nregion = us-east-2\n[ profile empty ]\nregion =\n";
+        assert_eq!(ini_value(t, "default", "region"), Some("eu-west-1"));
+        assert_eq!(ini_value(t, "profile dev", "region"), Some("us-east-2"));
+        assert_eq!(ini_value(t, "profile empty", "region"), None);
+        assert_eq!(ini_value(t, "profile none", "region"), None);
+    }
+
+    #[test]
+    fn upward() {
+        let d = tempfile::tempdir().unwrap();
+        let deep = d.path().join("a/b/c");
+        fs::create_dir_all(&deep).unwrap();
+        fs::write(d.path().join("a/.tool-versions"), "nodejs 20\n").unwrap();
+        let mut looked = Vec::new();
+        let found = find_upward(&deep, &[".tool-versions"], &mut looked).unwrap();
+        assert_eq!(found, d.path().join("a/.tool-versions"));
+        assert_eq!(looked.len(), 3);
+        assert!(
+            read_text(&d.path().join("a")).is_none(),
+            "a directory is not a file"
+        );
+        // A FIFO where a file belongs: no value, and no hang.
+        let fifo = d.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: c is a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(read_text(&fifo).is_none());
+        assert!(unreadable(&fifo).is_none());
+    }
+}

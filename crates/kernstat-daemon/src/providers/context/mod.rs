@@ -1,0 +1,337 @@
+//! Context providers: what a shell prompt asks about its surroundings rather than the
+//! machine — which Kubernetes context, cloud project and profile, Python environment,
+//! pinned tool versions, whether direnv allowed this directory, whether sudo is cached.
+//!
+//! Every answer is read from the files the tools themselves keep (never by running the
+//! tool: the seed measured a spawn at up to 500,000× a file read). A provider is a pure
+//! function of a context — the asking shell's directory and the few environment variables
+//! it names — to a `Reading`: its fields, the files it looked at (so the schedule can
+//! watch them, including ones that do not exist yet), and whether something that exists
+//! could not be read (so the schedule backs off). `schedule` decides when to call them.
+//!
+//! Keys are `provider.field`; `provider` alone is the whole object. Some providers have
+//! fields named by the data (`asdf.nodejs`), declared as `dynamic`.
+
+pub mod asdf;
+pub mod aws;
+pub mod conda;
+pub mod direnv;
+pub mod files;
+pub mod gcloud;
+pub mod kube;
+pub mod mise;
+pub mod python;
+pub mod schedule;
+pub mod sudo;
+pub mod terraform;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Whether a provider's answer depends on the asking directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// One answer per environment (kubecontext, aws ...).
+    Global,
+    /// One answer per directory (and environment): python, asdf, terraform ...
+    Path,
+}
+
+/// The environment a provider sees: the variables the client sent with its request, or,
+/// for a request without `env`, the daemon's own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Env {
+    /// What the client sent (a variable it did not send is unset).
+    Given(BTreeMap<String, String>),
+    /// The daemon's environment.
+    Process,
+}
+
+/// Most variables a request may carry, and the longest value.
+pub const MAX_ENV_VARS: usize = 32;
+/// Longest environment value accepted in a request, in bytes.
+pub const MAX_ENV_VALUE: usize = 4096;
+
+impl Env {
+    /// The variable's value; an empty value counts as unset (as the tools treat them).
+    pub fn var(&self, name: &str) -> Option<String> {
+        match self {
+            Env::Given(m) => m.get(name).cloned(),
+            Env::Process => std::env::var(name).ok(),
+        }
+        .filter(|v| !v.is_empty())
+    }
+}
+
+/// The asking process, for providers whose answer depends on who asks (sudo's
+/// credentials belong to one terminal or shell).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Client {
+    /// Its uid (from the socket's peer credentials).
+    pub uid: u32,
+    /// Its pid.
+    pub pid: i32,
+    /// Its parent (the shell, for `kernstat get` run from a prompt).
+    pub ppid: Option<i32>,
+    /// Its session.
+    pub sid: Option<i32>,
+    /// Its controlling terminal's device number, as /proc/PID/stat's tty_nr.
+    pub tty: Option<u64>,
+}
+
+impl Client {
+    /// Describes process `pid` of user `uid` from /proc/PID/stat.
+    pub fn of(uid: u32, pid: i32) -> Client {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let rest = stat
+            .rfind(')')
+            .map_or("", |i| stat.get(i + 2..).unwrap_or(""));
+        let mut f = rest.split(' ');
+        let (_state, ppid, _pgrp, sid, tty) = (f.next(), f.next(), f.next(), f.next(), f.next());
+        let num = |s: Option<&str>| s.and_then(|s| s.parse::<i64>().ok()).filter(|v| *v > 0);
+        Client {
+            uid,
+            pid,
+            ppid: num(ppid).map(|v| v as i32),
+            sid: num(sid).map(|v| v as i32),
+            tty: num(tty).map(|v| v as u64),
+        }
+    }
+
+    /// What distinguishes its answers (not the pid: every `kernstat get` has a new one).
+    fn scope(&self) -> String {
+        format!(
+            "{}:{}:{}:{}",
+            self.uid,
+            self.sid.unwrap_or(0),
+            self.tty.unwrap_or(0),
+            self.ppid.unwrap_or(0)
+        )
+    }
+}
+
+/// What a provider reads from: the directory (path-scoped providers), the environment,
+/// and, for the providers that need it, who asks.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx<'a> {
+    /// The asking shell's directory (absolute).
+    pub path: Option<&'a Path>,
+    /// Its environment.
+    pub env: &'a Env,
+    /// The asking process.
+    pub client: Option<&'a Client>,
+}
+
+impl Ctx<'_> {
+    /// `$NAME`, if set and not empty.
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.env.var(name)
+    }
+
+    /// The home directory: `$HOME`, else the daemon user's home from the passwd database.
+    pub fn home(&self) -> Option<PathBuf> {
+        self.var("HOME").map(PathBuf::from).or_else(|| {
+            // SAFETY: geteuid has no preconditions.
+            let uid = unsafe { libc::geteuid() };
+            kernstat_sources::users::by_uid(uid).map(|u| PathBuf::from(u.home))
+        })
+    }
+
+    /// `$XDG_CONFIG_HOME`, else `~/.config`.
+    pub fn config_home(&self) -> Option<PathBuf> {
+        self.var("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| Some(self.home()?.join(".config")))
+    }
+
+    /// `$XDG_DATA_HOME`, else `~/.local/share`.
+    pub fn data_home(&self) -> Option<PathBuf> {
+        self.var("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .or_else(|| Some(self.home()?.join(".local/share")))
+    }
+}
+
+/// What one provider call found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reading {
+    /// Field name (without the provider) and value; a declared field that is missing
+    /// has no value (null).
+    pub fields: Vec<(String, serde_json::Value)>,
+    /// Every file whose appearance, change or removal may change the answer.
+    pub watched: Vec<PathBuf>,
+    /// A file that exists could not be read (permission, I/O): the provider failed.
+    pub error: Option<String>,
+    /// Read again after this long even without a file event (sudo's timestamp expires).
+    pub expires: Option<Duration>,
+}
+
+impl Reading {
+    /// Sets `field` to `value` (a string, number, bool or null).
+    pub fn set(&mut self, field: &str, value: impl Into<serde_json::Value>) {
+        self.fields.push((field.to_string(), value.into()));
+    }
+
+    /// Looks at `path` (watched), returning its text when it is a readable file; one
+    /// that exists but cannot be read is recorded as the error.
+    pub fn read(&mut self, path: &Path) -> Option<String> {
+        self.watched.push(path.to_path_buf());
+        let text = files::read_text(path);
+        if text.is_none() {
+            if let Some(e) = files::unreadable(path) {
+                if path.is_file() {
+                    self.error = Some(format!("{}: {e}", path.display()));
+                }
+            }
+        }
+        text
+    }
+
+    /// The value of `field`, if set.
+    pub fn get(&self, field: &str) -> Option<&serde_json::Value> {
+        self.fields.iter().find(|(f, _)| f == field).map(|(_, v)| v)
+    }
+}
+
+/// One provider: its name (the keys' first part), scope, the variables it reads (part
+/// of the cache key), its fields, and the function that reads.
+#[derive(Debug)]
+pub struct Provider {
+    /// The keys' first part.
+    pub name: &'static str,
+    /// Global or per directory.
+    pub scope: Scope,
+    /// Environment variables it reads (documented; the cache key includes them).
+    pub env: &'static [&'static str],
+    /// Its fixed fields and their meaning.
+    pub fields: &'static [(&'static str, &'static str)],
+    /// Fields named by the data, and what they hold (`asdf.<tool>`).
+    pub dynamic: Option<&'static str>,
+    /// The answer depends on the asking process (its terminal, session, parent).
+    pub per_client: bool,
+    /// Reads the provider's state.
+    pub read: fn(&Ctx) -> Reading,
+}
+
+/// Every context provider.
+pub static PROVIDERS: &[&Provider] = &[
+    &kube::PROVIDER,
+    &gcloud::PROVIDER,
+    &aws::PROVIDER,
+    &conda::PROVIDER,
+    &terraform::PROVIDER,
+    &python::PROVIDER,
+    &asdf::PROVIDER,
+    &mise::PROVIDER,
+    &direnv::PROVIDER,
+    &sudo::PROVIDER,
+];
+
+/// The provider named `name`.
+pub fn provider(name: &str) -> Option<&'static Provider> {
+    PROVIDERS.iter().copied().find(|p| p.name == name)
+}
+
+/// For a key served by a context provider: the provider and the field (None for the
+/// whole object). Unknown fields of providers without dynamic fields are not theirs.
+pub fn lookup(key: &str) -> Option<(&'static Provider, Option<&str>)> {
+    let (name, field) = match key.split_once('.') {
+        Some((n, f)) => (n, Some(f)),
+        None => (key, None),
+    };
+    let p = provider(name)?;
+    match field {
+        None => Some((p, None)),
+        Some(f)
+            if p.fields.iter().any(|(k, _)| *k == f) || (p.dynamic.is_some() && !f.is_empty()) =>
+        {
+            Some((p, Some(f)))
+        }
+        Some(_) => None,
+    }
+}
+
+/// The variables a client should send for `keys`: those of every context provider asked.
+pub fn env_for<'a>(keys: impl IntoIterator<Item = &'a str>) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for k in keys {
+        if let Some((p, _)) = lookup(k) {
+            for v in p.env {
+                if !out.contains(v) {
+                    out.push(v);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where a provider's answer for this context is cached: the directory (path-scoped
+/// providers) and each variable it reads that is set, NUL-separated.
+pub fn scope_id(p: &Provider, path: Option<&str>, env: &Env, client: Option<&Client>) -> String {
+    let mut s = String::new();
+    if p.scope == Scope::Path {
+        s.push_str(path.unwrap_or(""));
+    }
+    if let (true, Some(c)) = (p.per_client, client) {
+        s.push('\0');
+        s.push_str(&c.scope());
+    }
+    for name in p.env {
+        if let Some(v) = env.var(name) {
+            s.push('\0');
+            s.push_str(name);
+            s.push('=');
+            s.push_str(&v);
+        }
+    }
+    s
+}
+
+/// The provider's answer as (key, JSON) pairs: every declared field (null when
+/// missing), every dynamic field found, and the whole object under the provider's name.
+pub fn values(p: &Provider, r: &Reading) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::with_capacity(p.fields.len() + 1);
+    let mut whole = serde_json::Map::new();
+    for (f, _) in p.fields {
+        let v = r.get(f).cloned().unwrap_or(serde_json::Value::Null);
+        out.push((format!("{}.{f}", p.name), json(&v)));
+        whole.insert(f.to_string(), v);
+    }
+    if p.dynamic.is_some() {
+        for (f, v) in &r.fields {
+            if !p.fields.iter().any(|(k, _)| k == f) {
+                out.push((format!("{}.{f}", p.name), json(v)));
+                whole.insert(f.clone(), v.clone());
+            }
+        }
+    }
+    // A provider that found nothing (no kubeconfig, not in a venv) has no value at all.
+    let whole = if r.fields.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::Value::Object(whole)
+    };
+    out.push((p.name.to_string(), json(&whole)));
+    out
+}
+
+fn json(v: &serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec())
+}
+
+/// Every key the context providers serve, with its meaning.
+pub fn all_keys() -> impl Iterator<Item = (String, &'static str)> {
+    PROVIDERS.iter().flat_map(|p| {
+        p.fields
+            .iter()
+            .map(move |(f, help)| (format!("{}.{f}", p.name), *help))
+            .chain(p.dynamic.map(|help| (format!("{}.<name>", p.name), help)))
+    })
+}
+
+/// Computes `p` for a context now, in this thread (the daemon-less `kernstat get`).
+pub fn read_now(p: &Provider, path: Option<&Path>, env: &Env, client: Option<&Client>) -> Reading {
+    (p.read)(&Ctx { path, env, client })
+}

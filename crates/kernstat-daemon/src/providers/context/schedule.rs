@@ -1,0 +1,410 @@
+//! When context providers are read: on the first request for a context (provider,
+//! directory, environment), again when inotify reports a change to one of the files it
+//! looked at (or a directory on the way to one appearing or vanishing), when its reading
+//! says it expires (sudo), and on a slow poll as a fallback; forgotten when nobody asked
+//! for a while (with its watches); backed off when it fails. Like git's schedule, reads
+//! run off the server's threads and results go into the cache and wake watchers — only
+//! when the answer changed.
+//!
+//! One inotify watcher serves every context: a directory is watched once however many
+//! contexts look into it (inotify instances are few: 128 per user by default).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use super::{values, Client, Ctx, Env, Provider, Reading};
+use crate::cache::Entry;
+use crate::server::{Daemon, Event};
+
+/// Re-read a context this often even without file events (a change inotify cannot see:
+/// a file on NFS, a watch limit reached).
+pub const POLL: Duration = Duration::from_secs(30);
+
+/// Where a context's answer lives: the provider and its scope id.
+type ScopeKey = (&'static str, Arc<str>);
+
+struct Scope {
+    provider: &'static Provider,
+    path: Option<PathBuf>,
+    env: Env,
+    client: Option<Client>,
+    /// Files the last reading looked at, and the directories watched for them.
+    watched: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+    /// Keys published for it (dynamic fields come and go).
+    keys: Vec<String>,
+    /// The whole object last published, to tell a change.
+    last: Option<Vec<u8>>,
+    failures: u32,
+    next_read: Instant,
+    last_asked: Instant,
+    busy: bool,
+}
+
+#[derive(Default)]
+struct Watches {
+    watcher: Option<notify::RecommendedWatcher>,
+    dirs: HashMap<PathBuf, usize>,
+}
+
+/// The contexts the daemon keeps, and their schedule.
+pub struct Contexts {
+    scopes: Mutex<HashMap<ScopeKey, Scope>>,
+    watches: Mutex<Watches>,
+    changed: mpsc::UnboundedSender<PathBuf>,
+    changes: Mutex<Option<mpsc::UnboundedReceiver<PathBuf>>>,
+}
+
+impl Default for Contexts {
+    fn default() -> Self {
+        let (changed, changes) = mpsc::unbounded_channel();
+        Contexts {
+            scopes: Mutex::new(HashMap::new()),
+            watches: Mutex::new(Watches::default()),
+            changed,
+            changes: Mutex::new(Some(changes)),
+        }
+    }
+}
+
+/// The directories to watch so that a change to `file` (or its appearance) is seen:
+/// the nearest existing ancestor, and a watched directory itself (changes inside it).
+fn dirs_for(file: &Path, out: &mut Vec<PathBuf>) {
+    if file.is_dir() {
+        out.push(file.to_path_buf());
+    }
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if d.is_dir() {
+            out.push(d.to_path_buf());
+            return;
+        }
+        dir = d.parent();
+    }
+}
+
+/// Whether an event on `changed` concerns a context that looked at `watched`.
+fn concerns(watched: &[PathBuf], changed: &Path) -> bool {
+    watched
+        .iter()
+        .any(|w| w.starts_with(changed) || changed.parent() == Some(w.as_path()))
+}
+
+impl Watches {
+    fn add(&mut self, dir: &Path, tx: &mpsc::UnboundedSender<PathBuf>) {
+        if let Some(n) = self.dirs.get_mut(dir) {
+            *n += 1;
+            return;
+        }
+        if self.watcher.is_none() {
+            let tx = tx.clone();
+            self.watcher =
+                notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+                    if let Ok(ev) = res {
+                        for p in ev.paths {
+                            let _ = tx.send(p);
+                        }
+                    }
+                })
+                .ok();
+        }
+        if let Some(w) = self.watcher.as_mut() {
+            if w.watch(dir, RecursiveMode::NonRecursive).is_ok() {
+                self.dirs.insert(dir.to_path_buf(), 1);
+            }
+        }
+    }
+
+    fn remove(&mut self, dir: &Path) {
+        if let Some(n) = self.dirs.get_mut(dir) {
+            *n -= 1;
+            if *n == 0 {
+                self.dirs.remove(dir);
+                if let Some(w) = self.watcher.as_mut() {
+                    let _ = w.unwatch(dir);
+                }
+            }
+        }
+    }
+}
+
+impl Contexts {
+    /// Contexts kept now.
+    pub fn len(&self) -> usize {
+        self.scopes.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
+    /// None kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Directories watched now.
+    pub fn watched_dirs(&self) -> usize {
+        self.watches.lock().map(|w| w.dirs.len()).unwrap_or(0)
+    }
+
+    /// The cached entry of `key` in this context, reading the provider first when the
+    /// context is new. `scope` is [`super::scope_id`]'s.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn get(
+        &self,
+        d: &Arc<Daemon>,
+        p: &'static Provider,
+        key: &str,
+        scope: &str,
+        path: Option<&str>,
+        env: &Env,
+        client: Option<&Client>,
+    ) -> Option<Arc<Entry>> {
+        let known = {
+            let mut g = self.scopes.lock().ok()?;
+            match g.get_mut(&(p.name, Arc::from(scope))) {
+                Some(s) => {
+                    s.last_asked = Instant::now();
+                    true
+                }
+                None => false,
+            }
+        };
+        if known {
+            if let Some(e) = d.cache.get(key, Some(scope)) {
+                return Some(e);
+            }
+            // Still being read for someone else, or a field this context lacks.
+            let unread = self
+                .scopes
+                .lock()
+                .ok()
+                .and_then(|g| {
+                    g.get(&(p.name, Arc::from(scope)))
+                        .map(|s| s.last.is_none() && s.failures == 0)
+                })
+                .unwrap_or(false);
+            if unread {
+                self.refresh(d, (p.name, Arc::from(scope)), true).await;
+            }
+            return d.cache.get(key, Some(scope));
+        }
+        let now = Instant::now();
+        let key_of_scope: ScopeKey = (p.name, Arc::from(scope));
+        if let Ok(mut g) = self.scopes.lock() {
+            g.entry(key_of_scope.clone()).or_insert_with(|| Scope {
+                provider: p,
+                path: path.map(PathBuf::from),
+                env: env.clone(),
+                client: client.copied(),
+                watched: Vec::new(),
+                dirs: Vec::new(),
+                keys: Vec::new(),
+                last: None,
+                failures: 0,
+                next_read: now,
+                last_asked: now,
+                busy: false,
+            });
+        }
+        self.refresh(d, key_of_scope, true).await;
+        d.cache.get(key, Some(scope))
+    }
+
+    /// Reads the context again (off the async threads) and publishes what changed. A
+    /// read already under way is not repeated unless a client is waiting (`wait`).
+    async fn refresh(&self, d: &Arc<Daemon>, key: ScopeKey, wait: bool) {
+        let job = {
+            let Ok(mut g) = self.scopes.lock() else {
+                return;
+            };
+            let Some(s) = g.get_mut(&key) else { return };
+            if s.busy && !wait {
+                return;
+            }
+            s.busy = true;
+            (s.provider, s.path.clone(), s.env.clone(), s.client)
+        };
+        let (p, path, env, client) = job;
+        let reading = tokio::task::spawn_blocking(move || {
+            (p.read)(&Ctx {
+                path: path.as_deref(),
+                env: &env,
+                client: client.as_ref(),
+            })
+        })
+        .await
+        .unwrap_or_else(|_| Reading {
+            error: Some("the provider panicked".into()),
+            ..Reading::default()
+        });
+        self.publish(d, &key, reading);
+    }
+
+    fn publish(&self, d: &Arc<Daemon>, key: &ScopeKey, reading: Reading) {
+        let now = Instant::now();
+        let scope: &str = &key.1;
+        let mut changed = false;
+        let (old_dirs, new_dirs) = {
+            let Ok(mut g) = self.scopes.lock() else {
+                return;
+            };
+            let Some(s) = g.get_mut(key) else { return };
+            s.busy = false;
+            let p = s.provider;
+            if let Some(why) = &reading.error {
+                // Back off 2 s, 4 s ... up to a minute; every key says why.
+                s.failures += 1;
+                s.next_read = now + Duration::from_secs(1u64 << s.failures.min(6));
+                for k in p
+                    .fields
+                    .iter()
+                    .map(|(f, _)| format!("{}.{f}", p.name))
+                    .chain([p.name.to_string()])
+                {
+                    d.cache.put_failed(&k, Some(scope), why);
+                }
+                s.last = None;
+                changed = true;
+            } else {
+                s.failures = 0;
+                s.next_read = now + reading.expires.map_or(POLL, |e| e.min(POLL));
+                let vals = values(p, &reading);
+                let whole = vals.last().map(|(_, v)| v.clone());
+                if whole != s.last {
+                    let keys: Vec<String> = vals.iter().map(|(k, _)| k.clone()).collect();
+                    for old in &s.keys {
+                        if !keys.contains(old) {
+                            d.cache.remove(old, Some(scope));
+                        }
+                    }
+                    for (k, v) in vals {
+                        d.cache.put(&k, Some(scope), v);
+                    }
+                    s.keys = keys;
+                    s.last = whole;
+                    changed = true;
+                }
+            }
+            let mut dirs = Vec::new();
+            for w in &reading.watched {
+                dirs_for(w, &mut dirs);
+            }
+            dirs.sort();
+            dirs.dedup();
+            s.watched = reading.watched;
+            (std::mem::replace(&mut s.dirs, dirs.clone()), dirs)
+        };
+        if old_dirs != new_dirs {
+            if let Ok(mut w) = self.watches.lock() {
+                for dir in &new_dirs {
+                    w.add(dir, &self.changed);
+                }
+                for dir in &old_dirs {
+                    w.remove(dir);
+                }
+            }
+        }
+        if changed {
+            d.notify(Event::Path(key.1.clone()));
+        }
+    }
+
+    fn forget(&self, d: &Daemon, key: &ScopeKey) {
+        let Some(s) = self.scopes.lock().ok().and_then(|mut g| g.remove(key)) else {
+            return;
+        };
+        for k in &s.keys {
+            d.cache.remove(k, Some(&key.1));
+        }
+        if let Ok(mut w) = self.watches.lock() {
+            for dir in &s.dirs {
+                w.remove(dir);
+            }
+        }
+    }
+
+    /// Background work: file events (coalesced), expiry and the poll, forgetting idle
+    /// contexts. Runs until the runtime stops; a second call returns at once.
+    pub async fn run(d: Arc<Daemon>) {
+        let Some(mut changes) = d.contexts.changes.lock().ok().and_then(|mut c| c.take()) else {
+            return;
+        };
+        let mut tick = tokio::time::interval(Duration::from_secs(1).min(d.config().poll_every));
+        loop {
+            tokio::select! {
+                Some(first) = changes.recv() => {
+                    // Editors and tools write several files per change: take the burst.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    let mut paths = vec![first];
+                    while let Ok(p) = changes.try_recv() {
+                        paths.push(p);
+                    }
+                    let due: Vec<ScopeKey> = d.contexts.scopes.lock().map(|g| {
+                        g.iter()
+                            .filter(|(_, s)| paths.iter().any(|p| concerns(&s.watched, p)))
+                            .map(|(k, _)| k.clone())
+                            .collect()
+                    }).unwrap_or_default();
+                    for k in due {
+                        d.contexts.refresh(&d, k, false).await;
+                    }
+                }
+                _ = tick.tick() => d.contexts.poll(&d).await,
+            }
+        }
+    }
+
+    async fn poll(&self, d: &Arc<Daemon>) {
+        let now = Instant::now();
+        let idle_after = d.config().idle_after;
+        let (idle, due): (Vec<ScopeKey>, Vec<ScopeKey>) = {
+            let Ok(g) = self.scopes.lock() else { return };
+            let idle = g
+                .iter()
+                .filter(|(_, s)| now.duration_since(s.last_asked) >= idle_after)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let due = g
+                .iter()
+                .filter(|(_, s)| {
+                    now.duration_since(s.last_asked) < idle_after && s.next_read <= now
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            (idle, due)
+        };
+        for k in idle {
+            self.forget(d, &k);
+        }
+        for k in due {
+            self.refresh(d, k, false).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_concern_what_was_looked_at() {
+        let w = vec![
+            PathBuf::from("/h/.kube/config"),
+            PathBuf::from("/h/p/.venv"),
+        ];
+        assert!(concerns(&w, Path::new("/h/.kube/config")));
+        assert!(
+            concerns(&w, Path::new("/h/.kube")),
+            "the directory appearing"
+        );
+        assert!(
+            concerns(&w, Path::new("/h/p/.venv/pyvenv.cfg")),
+            "inside a watched directory"
+        );
+        assert!(!concerns(&w, Path::new("/h/.zsh_history")));
+        assert!(!concerns(&w, Path::new("/h/.kube/cache")));
+    }
+}

@@ -1,0 +1,169 @@
+//! How `kernstat get` prints values for people, shells and spreadsheets: one place that
+//! turns (key, value) pairs into text, JSON, `KS_KEY='value'` lines, TSV or CSV, so
+//! that every format quotes the same values the same way.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::cli::Format;
+
+/// A value as one line of text: strings bare, null empty, anything else as JSON.
+pub fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The shell variable for `key`: `KS_` and the key upper-cased, anything but letters
+/// and digits as `_` (`git.branch` → `KS_GIT_BRANCH`).
+pub fn shell_name(key: &str) -> String {
+    let mut s = String::from("KS_");
+    s.extend(key.chars().map(|c| {
+        if c.is_ascii_alphanumeric() {
+            c.to_ascii_uppercase()
+        } else {
+            '_'
+        }
+    }));
+    s
+}
+
+/// `s` in single quotes, safe to `eval` in any POSIX shell, zsh and fish.
+pub fn shell_quote(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('\'');
+    for c in s.chars() {
+        if c == '\'' {
+            q.push_str("'\\''");
+        } else {
+            q.push(c);
+        }
+    }
+    q.push('\'');
+    q
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Tabs and newlines in a TSV field would break its row: shown as \t and \n.
+fn tsv_field(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('\t', "\\t")
+        .replace('\n', "\\n")
+        .replace('\r', "\\r")
+}
+
+/// (key, value) rows: a provider's object (asked for by its name) becomes one row per
+/// field, `provider.field`.
+fn rows(key: &str, v: &Value, whole: bool, out: &mut Vec<(String, Value)>) {
+    match (whole, v) {
+        (true, Value::Object(m)) => {
+            for (f, fv) in m {
+                out.push((format!("{key}.{f}"), fv.clone()));
+            }
+        }
+        _ => out.push((key.to_string(), v.clone())),
+    }
+}
+
+/// Renders `values` (key, value or None, whether the key names a whole provider). JSON
+/// objects list their keys sorted.
+pub fn render(format: Format, values: &[(String, Option<Value>, bool)]) -> String {
+    let mut s = String::new();
+    if format == Format::Json {
+        let mut m = serde_json::Map::new();
+        for (k, v, _) in values {
+            m.insert(k.clone(), v.clone().unwrap_or(Value::Null));
+        }
+        let _ = writeln!(s, "{}", Value::Object(m));
+        return s;
+    }
+    let mut flat = Vec::new();
+    for (k, v, whole) in values {
+        rows(k, v.as_ref().unwrap_or(&Value::Null), *whole, &mut flat);
+    }
+    for (k, v) in &flat {
+        let t = text(v);
+        let _ = match format {
+            Format::Text if values.len() == 1 && values[0].2 => {
+                writeln!(s, "{}={t}", k.split_once('.').map_or(k.as_str(), |x| x.1))
+            }
+            Format::Text => writeln!(s, "{t}"),
+            Format::Shell => writeln!(s, "{}={}", shell_name(k), shell_quote(&t)),
+            Format::Tsv => writeln!(s, "{}\t{}", tsv_field(k), tsv_field(&t)),
+            Format::Csv => writeln!(s, "{},{}", csv_field(k), csv_field(&t)),
+            Format::Json => Ok(()),
+        };
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn v(k: &str, j: Value, whole: bool) -> (String, Option<Value>, bool) {
+        (k.to_string(), Some(j), whole)
+    }
+
+    #[test]
+    fn every_format() {
+        let vals = vec![
+            v("git.branch", json!("it's"), false),
+            v("load.one", json!(0.5), false),
+            ("battery.percent".to_string(), None, false),
+        ];
+        assert_eq!(render(Format::Text, &vals), "it's\n0.5\n\n");
+        assert_eq!(
+            render(Format::Shell, &vals),
+            "KS_GIT_BRANCH='it'\\''s'\nKS_LOAD_ONE='0.5'\nKS_BATTERY_PERCENT=''\n"
+        );
+        assert_eq!(
+            render(Format::Json, &vals),
+            "{\"battery.percent\":null,\"git.branch\":\"it's\",\"load.one\":0.5}\n"
+        );
+        let odd = vec![v("a", json!("x,\"y\"\tz"), false)];
+        assert_eq!(render(Format::Csv, &odd), "a,\"x,\"\"y\"\"\tz\"\n");
+        assert_eq!(render(Format::Tsv, &odd), "a\tx,\"y\"\\tz\n");
+    }
+
+    #[test]
+    fn a_whole_provider_is_one_row_per_field() {
+        let vals = vec![v(
+            "aws",
+            json!({"profile": "dev", "region": "eu-west-1"}),
+            true,
+        )];
+        assert_eq!(
+            render(Format::Text, &vals),
+            "profile=dev\nregion=eu-west-1\n"
+        );
+        assert_eq!(
+            render(Format::Shell, &vals),
+            "KS_AWS_PROFILE='dev'\nKS_AWS_REGION='eu-west-1'\n"
+        );
+    }
+
+    #[test]
+    fn shell_output_evals_back_to_the_values() {
+        // Every byte but NUL survives a round trip through sh.
+        let nasty = "a'b\"c$d`e\\f\ng h*;|&";
+        let line = format!("{}={}", shell_name("x.y"), shell_quote(nasty));
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{line}; printf %s \"$KS_X_Y\""))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), nasty);
+    }
+}
