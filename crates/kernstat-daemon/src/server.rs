@@ -217,7 +217,13 @@ impl Daemon {
         let (p, _) = context::lookup(key)?;
         let env = ask.env.map_or(Env::Process, |m| Env::Given(m.clone()));
         let client = client_of(p, ask.peer);
-        Some(context::scope_id(p, ask.path, &env, client.as_ref()))
+        Some(context::scope_id(
+            p,
+            ask.path,
+            &env,
+            client.as_ref(),
+            on_behalf(ask.peer),
+        ))
     }
 
     async fn value(self: &Arc<Self>, key: &str, ask: &Asking<'_>) -> Option<Arc<Entry>> {
@@ -228,10 +234,11 @@ impl Daemon {
             }
             let env = ask.env.map_or(Env::Process, |m| Env::Given(m.clone()));
             let client = client_of(p, ask.peer);
-            let scope = context::scope_id(p, path, &env, client.as_ref());
+            let behalf = on_behalf(ask.peer);
+            let scope = context::scope_id(p, path, &env, client.as_ref(), behalf);
             return self
                 .contexts
-                .get(self, p, key, &scope, path, &env, client.as_ref())
+                .get(self, p, key, &scope, path, &env, client.as_ref(), behalf)
                 .await;
         }
         match path {
@@ -360,6 +367,17 @@ impl Daemon {
 fn client_of(p: &context::Provider, peer: Peer) -> Option<Client> {
     match (p.per_client, peer.uid, peer.pid) {
         (true, Some(uid), Some(pid)) => Some(Client::of(uid, pid)),
+        _ => None,
+    }
+}
+
+/// Whose rights a context read uses: the asker's, when the daemon is another user
+/// (a system daemon), so that nobody learns through it what they could not read.
+fn on_behalf(peer: Peer) -> Option<u32> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    match peer.uid {
+        Some(uid) if uid != me && uid != 0 => Some(uid),
         _ => None,
     }
 }

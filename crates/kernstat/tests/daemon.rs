@@ -5,102 +5,14 @@
 //! (CI=true: they must run).
 
 mod common;
-use common::{kernstat, run};
+use common::{kernstat, run, DaemonProc};
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kernstat_testkit::{bpf_gate, proc_rss_bytes, Lines, Workload};
 use serde_json::Value;
-
-/// A daemon on a temporary socket; SIGKILLed on drop if a test did not stop it.
-struct DaemonProc {
-    child: Child,
-    sock: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-impl DaemonProc {
-    fn start(extra: &[&str]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let sock = dir.path().join("run/sock");
-        let mut args = vec![
-            "daemon",
-            "--socket",
-            sock.to_str().unwrap(),
-            "--interval",
-            "0.3",
-        ];
-        args.extend_from_slice(extra);
-        let child = common::command()
-            .args(&args)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start kernstat daemon");
-        let d = DaemonProc { child, sock, dir };
-        d.wait_ready();
-        d
-    }
-
-    /// Until the daemon has published its first sample.
-    fn wait_ready(&self) {
-        let t = Instant::now();
-        loop {
-            let (code, _, _) = self.get(&["cpu.percent"]);
-            if code == Some(0) {
-                return;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(20),
-                "the daemon did not come up"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn get(&self, args: &[&str]) -> (Option<i32>, String, String) {
-        let mut all = vec!["get", "--socket", self.sock.to_str().unwrap()];
-        all.extend_from_slice(args);
-        run(&all)
-    }
-
-    fn value(&self, key: &str) -> Value {
-        let (code, out, err) = self.get(&[key, "--json"]);
-        assert_eq!(code, Some(0), "get {key}: {err}");
-        let v: Value = serde_json::from_str(out.trim()).unwrap();
-        assert_eq!(v["ok"], true);
-        // Whether it is stale depends on how busy the machine is (3 intervals + 1 s
-        // without a sample); the server test checks the rule itself. Here: reported.
-        assert!(v["stale"].is_boolean() && v["age_ms"].is_u64(), "{v}");
-        v["data"].clone()
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// SIGTERM; returns the exit status and stderr.
-    fn stop(mut self) -> (Option<i32>, String) {
-        // SAFETY: kill with a valid signal.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let mut err = String::new();
-        use std::io::Read;
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        let status = self.child.wait().unwrap();
-        (status.code(), err)
-    }
-}
-
-impl Drop for DaemonProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn meminfo_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/meminfo")

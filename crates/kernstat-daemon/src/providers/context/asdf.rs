@@ -29,7 +29,7 @@ pub fn parse(text: &str) -> Vec<(&str, &str)> {
 }
 
 fn read(ctx: &Ctx) -> Reading {
-    let mut r = Reading::default();
+    let mut r = ctx.reading();
     let Some(start) = ctx.path else { return r };
     let name = ctx
         .var("ASDF_DEFAULT_TOOL_VERSIONS_FILENAME")

@@ -40,7 +40,7 @@ pub static PROVIDER: Provider = Provider {
 };
 
 fn read(ctx: &Ctx) -> Reading {
-    let mut r = Reading::default();
+    let mut r = ctx.reading();
     let explicit = ctx
         .var("AWS_PROFILE")
         .or_else(|| ctx.var("AWS_VAULT"))

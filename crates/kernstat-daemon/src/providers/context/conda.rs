@@ -24,7 +24,7 @@ pub static PROVIDER: Provider = Provider {
 };
 
 fn read(ctx: &Ctx) -> Reading {
-    let mut r = Reading::default();
+    let mut r = ctx.reading();
     let prefix = ctx.var("CONDA_PREFIX");
     let name = ctx.var("CONDA_DEFAULT_ENV").or_else(|| {
         prefix

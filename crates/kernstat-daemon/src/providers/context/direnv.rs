@@ -39,7 +39,7 @@ fn hex(d: impl AsRef<[u8]>) -> String {
 }
 
 fn read(ctx: &Ctx) -> Reading {
-    let mut r = Reading::default();
+    let mut r = ctx.reading();
     let Some(start) = ctx.path else { return r };
     let mut looked = Vec::new();
     let found = find_upward(start, &[".envrc"], &mut looked);
@@ -50,6 +50,13 @@ fn read(ctx: &Ctx) -> Reading {
     };
     // The hash covers the file's bytes; read them bounded, as every file here.
     r.watched.push(envrc.clone());
+    if let Some(uid) = ctx
+        .on_behalf
+        .filter(|&uid| !super::files::readable_by(&envrc, uid))
+    {
+        r.error = Some(format!("{}: not readable by uid {uid}", envrc.display()));
+        return r;
+    }
     let Some(contents) = super::files::read_bytes(&envrc) else {
         if let Some(e) = super::files::unreadable(&envrc) {
             r.error = Some(format!("{}: {e}", envrc.display()));

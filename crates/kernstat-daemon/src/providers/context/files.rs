@@ -54,6 +54,36 @@ pub fn unreadable(path: &Path) -> Option<io::Error> {
     }
 }
 
+/// Whether user `uid` could read `path`: every directory on the way searchable by it,
+/// the file readable (owner, primary group or other bits; root always). For a system
+/// daemon reading files a client names on the client's behalf.
+pub fn readable_by(path: &Path, uid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if uid == 0 {
+        return true;
+    }
+    let gid = kernstat_sources::users::by_uid(uid).map(|u| u.gid);
+    let allows = |m: &fs::Metadata, bits: u32| {
+        let mode = m.mode();
+        if m.uid() == uid {
+            mode & (bits << 6) != 0
+        } else if Some(m.gid()) == gid {
+            mode & (bits << 3) != 0
+        } else {
+            mode & bits != 0
+        }
+    };
+    let Ok(meta) = fs::metadata(path) else {
+        return false;
+    };
+    if !allows(&meta, 4) {
+        return false;
+    }
+    path.ancestors()
+        .skip(1)
+        .all(|dir| fs::metadata(dir).is_ok_and(|m| allows(&m, 1)))
+}
+
 /// The first of `names` found in `start` or one of its ancestors (nearest first): the
 /// directory and the file. Every candidate looked at is pushed to `looked`, so that the
 /// caller can watch for one appearing.
@@ -118,6 +148,29 @@ mod tests {
         assert_eq!(ini_value(t, "profile dev", "region"), Some("us-east-2"));
         assert_eq!(ini_value(t, "profile empty", "region"), None);
         assert_eq!(ini_value(t, "profile none", "region"), None);
+    }
+
+    #[test]
+    fn rights_of_another_user() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let f = d.path().join("f");
+        fs::write(&f, "x").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        assert!(readable_by(&f, me));
+        assert!(readable_by(&f, 65534), "world-readable");
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(!readable_by(&f, 65534), "owner only");
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(d.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(
+            !readable_by(&f, 65534),
+            "a directory on the way it cannot search"
+        );
+        assert!(!readable_by(&d.path().join("none"), 65534));
     }
 
     #[test]

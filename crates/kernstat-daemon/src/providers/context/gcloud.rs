@@ -41,7 +41,7 @@ pub fn config_dir(ctx: &Ctx) -> Option<PathBuf> {
 }
 
 fn read(ctx: &Ctx) -> Reading {
-    let mut r = Reading::default();
+    let mut r = ctx.reading();
     let Some(dir) = config_dir(ctx) else {
         return r;
     };

@@ -181,7 +181,7 @@ pub fn files(ctx: &Ctx) -> Vec<PathBuf> {
 }
 
 fn read(ctx: &Ctx) -> Reading {
-    let mut r = Reading::default();
+    let mut r = ctx.reading();
     let mut current: Option<String> = None;
     let mut contexts: Vec<Context> = Vec::new();
     for f in files(ctx) {

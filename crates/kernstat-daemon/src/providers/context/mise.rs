@@ -103,7 +103,7 @@ fn merge(into: &mut Vec<(String, String)>, from: Vec<(String, String)>) {
 }
 
 fn read(ctx: &Ctx) -> Reading {
-    let mut r = Reading::default();
+    let mut r = ctx.reading();
     let Some(start) = ctx.path else { return r };
     let names = project_names(ctx.var("MISE_ENV").as_deref());
     let ancestors: Vec<&Path> = start.ancestors().collect();

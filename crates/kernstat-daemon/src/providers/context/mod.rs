@@ -121,9 +121,20 @@ pub struct Ctx<'a> {
     pub env: &'a Env,
     /// The asking process.
     pub client: Option<&'a Client>,
+    /// Files are read only if this uid could read them (a system daemon serving another
+    /// user must not read on its behalf what that user may not).
+    pub on_behalf: Option<u32>,
 }
 
 impl Ctx<'_> {
+    /// An empty reading that reads files with this context's rights.
+    pub fn reading(&self) -> Reading {
+        Reading {
+            on_behalf: self.on_behalf,
+            ..Reading::default()
+        }
+    }
+
     /// `$NAME`, if set and not empty.
     pub fn var(&self, name: &str) -> Option<String> {
         self.env.var(name)
@@ -165,6 +176,8 @@ pub struct Reading {
     pub error: Option<String>,
     /// Read again after this long even without a file event (sudo's timestamp expires).
     pub expires: Option<Duration>,
+    /// Whose rights reads are checked against (see [`Ctx::on_behalf`]).
+    pub on_behalf: Option<u32>,
 }
 
 impl Reading {
@@ -177,6 +190,14 @@ impl Reading {
     /// that exists but cannot be read is recorded as the error.
     pub fn read(&mut self, path: &Path) -> Option<String> {
         self.watched.push(path.to_path_buf());
+        if let Some(uid) = self.on_behalf {
+            if !files::readable_by(path, uid) {
+                if path.is_file() {
+                    self.error = Some(format!("{}: not readable by uid {uid}", path.display()));
+                }
+                return None;
+            }
+        }
         let text = files::read_text(path);
         if text.is_none() {
             if let Some(e) = files::unreadable(path) {
@@ -269,8 +290,18 @@ pub fn env_for<'a>(keys: impl IntoIterator<Item = &'a str>) -> Vec<&'static str>
 
 /// Where a provider's answer for this context is cached: the directory (path-scoped
 /// providers) and each variable it reads that is set, NUL-separated.
-pub fn scope_id(p: &Provider, path: Option<&str>, env: &Env, client: Option<&Client>) -> String {
+pub fn scope_id(
+    p: &Provider,
+    path: Option<&str>,
+    env: &Env,
+    client: Option<&Client>,
+    on_behalf: Option<u32>,
+) -> String {
     let mut s = String::new();
+    if let Some(uid) = on_behalf {
+        s.push_str(&uid.to_string());
+        s.push('\0');
+    }
     if p.scope == Scope::Path {
         s.push_str(path.unwrap_or(""));
     }
@@ -333,5 +364,10 @@ pub fn all_keys() -> impl Iterator<Item = (String, &'static str)> {
 
 /// Computes `p` for a context now, in this thread (the daemon-less `kernstat get`).
 pub fn read_now(p: &Provider, path: Option<&Path>, env: &Env, client: Option<&Client>) -> Reading {
-    (p.read)(&Ctx { path, env, client })
+    (p.read)(&Ctx {
+        path,
+        env,
+        client,
+        on_behalf: None,
+    })
 }

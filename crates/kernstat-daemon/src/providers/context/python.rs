@@ -60,7 +60,7 @@ fn toml_string(v: &str) -> Option<String> {
 }
 
 fn read(ctx: &Ctx) -> Reading {
-    let mut r = Reading::default();
+    let mut r = ctx.reading();
     let Some(start) = ctx.path else { return r };
     let mut watched = Vec::new();
     let venv = match ctx.var("VIRTUAL_ENV") {

@@ -33,6 +33,7 @@ struct Scope {
     path: Option<PathBuf>,
     env: Env,
     client: Option<Client>,
+    on_behalf: Option<u32>,
     /// Files the last reading looked at, and the directories watched for them.
     watched: Vec<PathBuf>,
     dirs: Vec<PathBuf>,
@@ -44,6 +45,9 @@ struct Scope {
     next_read: Instant,
     last_asked: Instant,
     busy: bool,
+    /// A file it read changed and it was not read since: a request reads it first (a
+    /// prompt drawn right after `kubectl config use-context` must show the new one).
+    dirty: bool,
 }
 
 #[derive(Default)]
@@ -54,7 +58,9 @@ struct Watches {
 
 /// The contexts the daemon keeps, and their schedule.
 pub struct Contexts {
-    scopes: Mutex<HashMap<ScopeKey, Scope>>,
+    /// Shared with the inotify callback, which marks contexts dirty the moment an
+    /// event arrives (not after the background loop's coalescing pause).
+    scopes: Arc<Mutex<HashMap<ScopeKey, Scope>>>,
     watches: Mutex<Watches>,
     changed: mpsc::UnboundedSender<PathBuf>,
     changes: Mutex<Option<mpsc::UnboundedReceiver<PathBuf>>>,
@@ -64,7 +70,7 @@ impl Default for Contexts {
     fn default() -> Self {
         let (changed, changes) = mpsc::unbounded_channel();
         Contexts {
-            scopes: Mutex::new(HashMap::new()),
+            scopes: Arc::new(Mutex::new(HashMap::new())),
             watches: Mutex::new(Watches::default()),
             changed,
             changes: Mutex::new(Some(changes)),
@@ -95,17 +101,31 @@ fn concerns(watched: &[PathBuf], changed: &Path) -> bool {
         .any(|w| w.starts_with(changed) || changed.parent() == Some(w.as_path()))
 }
 
+type Scopes = Arc<Mutex<HashMap<ScopeKey, Scope>>>;
+
+fn mark_dirty(scopes: &Scopes, paths: &[PathBuf]) {
+    if let Ok(mut g) = scopes.lock() {
+        for s in g.values_mut() {
+            if paths.iter().any(|p| concerns(&s.watched, p)) {
+                s.dirty = true;
+            }
+        }
+    }
+}
+
 impl Watches {
-    fn add(&mut self, dir: &Path, tx: &mpsc::UnboundedSender<PathBuf>) {
+    fn add(&mut self, dir: &Path, tx: &mpsc::UnboundedSender<PathBuf>, scopes: &Scopes) {
         if let Some(n) = self.dirs.get_mut(dir) {
             *n += 1;
             return;
         }
         if self.watcher.is_none() {
             let tx = tx.clone();
+            let scopes = scopes.clone();
             self.watcher =
                 notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
                     if let Ok(ev) = res {
+                        mark_dirty(&scopes, &ev.paths);
                         for p in ev.paths {
                             let _ = tx.send(p);
                         }
@@ -161,17 +181,21 @@ impl Contexts {
         path: Option<&str>,
         env: &Env,
         client: Option<&Client>,
+        on_behalf: Option<u32>,
     ) -> Option<Arc<Entry>> {
-        let known = {
+        let (known, dirty) = {
             let mut g = self.scopes.lock().ok()?;
             match g.get_mut(&(p.name, Arc::from(scope))) {
                 Some(s) => {
                     s.last_asked = Instant::now();
-                    true
+                    (true, s.dirty)
                 }
-                None => false,
+                None => (false, false),
             }
         };
+        if dirty {
+            self.refresh(d, (p.name, Arc::from(scope)), true).await;
+        }
         if known {
             if let Some(e) = d.cache.get(key, Some(scope)) {
                 return Some(e);
@@ -199,6 +223,7 @@ impl Contexts {
                 path: path.map(PathBuf::from),
                 env: env.clone(),
                 client: client.copied(),
+                on_behalf,
                 watched: Vec::new(),
                 dirs: Vec::new(),
                 keys: Vec::new(),
@@ -207,6 +232,7 @@ impl Contexts {
                 next_read: now,
                 last_asked: now,
                 busy: false,
+                dirty: false,
             });
         }
         self.refresh(d, key_of_scope, true).await;
@@ -225,14 +251,22 @@ impl Contexts {
                 return;
             }
             s.busy = true;
-            (s.provider, s.path.clone(), s.env.clone(), s.client)
+            s.dirty = false;
+            (
+                s.provider,
+                s.path.clone(),
+                s.env.clone(),
+                s.client,
+                s.on_behalf,
+            )
         };
-        let (p, path, env, client) = job;
+        let (p, path, env, client, on_behalf) = job;
         let reading = tokio::task::spawn_blocking(move || {
             (p.read)(&Ctx {
                 path: path.as_deref(),
                 env: &env,
                 client: client.as_ref(),
+                on_behalf,
             })
         })
         .await
@@ -300,7 +334,7 @@ impl Contexts {
         if old_dirs != new_dirs {
             if let Ok(mut w) = self.watches.lock() {
                 for dir in &new_dirs {
-                    w.add(dir, &self.changed);
+                    w.add(dir, &self.changed, &self.scopes);
                 }
                 for dir in &old_dirs {
                     w.remove(dir);
@@ -336,9 +370,11 @@ impl Contexts {
         loop {
             tokio::select! {
                 Some(first) = changes.recv() => {
-                    // Editors and tools write several files per change: take the burst.
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    // (Requests already read afresh: the callback marked the contexts
+                    // dirty.) The background read waits for the rest of the burst:
+                    // tools write several files per change.
                     let mut paths = vec![first];
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                     while let Ok(p) = changes.try_recv() {
                         paths.push(p);
                     }

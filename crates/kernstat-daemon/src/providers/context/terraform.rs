@@ -26,7 +26,7 @@ pub static PROVIDER: Provider = Provider {
 };
 
 fn read(ctx: &Ctx) -> Reading {
-    let mut r = Reading::default();
+    let mut r = ctx.reading();
     let Some(start) = ctx.path else { return r };
     let data = ctx
         .var("TF_DATA_DIR")
