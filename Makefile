@@ -46,6 +46,8 @@ fuzz:
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-bpf --lib ps::tests
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --test server props
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-render --test props
+	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --test context_props -- --skip every_provider
+	PROPTEST_CASES=$$(( $(FUZZ_CASES) / 10 )) cargo test --release -p kernstat-daemon --test context_props every_provider
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-sources --test props
 	PROPTEST_CASES=$$(( $(FUZZ_CASES) / 10 )) cargo test --release -p kernstat-sources --test fake_sysfs any_file
 

@@ -24,6 +24,7 @@ use crate::cache::{Cache, Entry};
 use crate::protocol::{self, Code, Request, MAX_REQUEST, PROTOCOL_VERSION};
 use crate::providers::context::{self, schedule::Contexts, Client, Env, Scope};
 use crate::providers::git::schedule::{Counts, GitPaths};
+use crate::providers::network::{Events, Network};
 use crate::providers::{basic, system};
 
 /// Who is at the other end of a connection (the socket's peer credentials).
@@ -104,6 +105,7 @@ pub struct Daemon {
     refresh: Mutex<Option<RefreshHook>>,
     pub(crate) git: GitPaths,
     pub(crate) contexts: Contexts,
+    network: Network,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -132,6 +134,7 @@ impl Daemon {
             refresh: Mutex::new(None),
             git: GitPaths::default(),
             contexts: Contexts::default(),
+            network: Network::default(),
         });
         basic::publish(&d.cache);
         d
@@ -148,7 +151,21 @@ impl Daemon {
     pub fn publish_system(&self, m: &Model, sample_us: f64) {
         system::publish(&self.cache, m, sample_us);
         basic::refresh(&self.cache);
+        self.network.publish(&self.cache, true);
         let _ = self.events.send(Event::System);
+    }
+
+    /// Re-publishes the network keys whenever the kernel announces a link, address or
+    /// route change on `events` (opened before privileges were dropped).
+    pub fn watch_network(self: &Arc<Self>, mut events: Events) -> std::io::Result<()> {
+        if let Some(p) = events.probe.take() {
+            self.network.set_probe(p);
+        }
+        let d = self.clone();
+        events.run(move || {
+            d.network.publish(&d.cache, false);
+            d.notify(Event::System);
+        })
     }
 
     /// Requests served so far.

@@ -117,6 +117,10 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
             return Ok(2);
         }
     }
+    // Link, address and route announcements: subscribed while socket() and bind() are
+    // still allowed (a system daemon's seccomp filter has neither). Without them the
+    // network keys follow the samples only.
+    let network_events = kernstat_daemon::providers::network::Events::open().ok();
     let signals = Signals::block();
     raise_fd_limit();
     let mut collector = open_collector(&args.source)?;
@@ -172,6 +176,11 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         ..Config::default()
     };
     let daemon = Daemon::new(config);
+    if let Some(ev) = network_events {
+        daemon
+            .watch_network(ev)
+            .context("starting the netlink thread")?;
+    }
     let (tx, rx) = mpsc::channel::<Msg>();
     let refresh_tx = tx.clone();
     daemon.set_refresh(move || {

@@ -358,6 +358,19 @@ fn a_system_daemon_runs_as_nobody_without_capabilities() {
         let (code, out, err) = d.get(&["git.branch", "--path", repo.path().to_str().unwrap()]);
         assert_eq!((code, out.trim()), (Some(0), "seccomp-test"), "{err}");
     }
+    // The network keys under the filter (no socket() after start): as `ip` says.
+    if kernstat_testkit::tool_gate("ip") {
+        let ip = |args: &[&str]| -> Value {
+            let out = Command::new("ip").arg("-j").args(args).output().unwrap();
+            serde_json::from_slice(&out.stdout).unwrap()
+        };
+        let route = ip(&["route", "show", "default"]);
+        if let Some(dev) = route[0]["dev"].as_str() {
+            assert_eq!(d.value("network.interface"), dev);
+            let addrs = ip(&["-4", "addr", "show", "dev", dev]);
+            assert_eq!(d.value("network.ip"), addrs[0]["addr_info"][0]["local"]);
+        }
+    }
     assert_eq!(
         d.value("source"),
         "bpf",

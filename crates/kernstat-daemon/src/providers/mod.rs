@@ -1,9 +1,11 @@
 //! What fills the cache besides the requests themselves: system metrics from the
-//! sampler, fixed facts about the host, and per-path git state.
+//! sampler, facts about the host and its network, per-path git state, and the context
+//! of the asking shell.
 
 pub mod basic;
 pub mod context;
 pub mod git;
+pub mod network;
 pub mod system;
 
 /// Every key the daemon can serve, with its meaning (the `list` op returns the ones
@@ -15,6 +17,11 @@ pub fn all_keys() -> impl Iterator<Item = (String, &'static str)> {
         .map(|m| (m.key.to_string(), m.help))
         .chain(basic::BASIC_KEYS.iter().map(|(k, h)| (k.to_string(), *h)))
         .chain(git::GIT_KEYS.iter().map(|(k, h)| (k.to_string(), *h)))
+        .chain(
+            network::NETWORK_KEYS
+                .iter()
+                .map(|(k, h)| (k.to_string(), *h)),
+        )
         .chain(context::all_keys())
 }
 
@@ -32,6 +39,7 @@ pub fn keys_under(prefix: &str) -> Vec<&'static str> {
         .map(|m| m.key)
         .chain(basic::BASIC_KEYS.iter().map(|(k, _)| *k))
         .chain(git::GIT_KEYS.iter().map(|(k, _)| *k))
+        .chain(network::NETWORK_KEYS.iter().map(|(k, _)| *k))
         .filter(|k| k.strip_prefix(prefix).is_some_and(|r| r.starts_with('.')))
         .collect()
 }
