@@ -220,6 +220,10 @@ pub struct BatterySample {
     /// Power draw in watts, when the battery reports it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub power_w: Option<f32>,
+    /// Seconds until empty (discharging) or full (charging) at the present draw, as
+    /// UPower estimates it: energy (or charge) left over power (or current).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_remaining_s: Option<u32>,
 }
 
 /// Hardware readings from sysfs; each is `None` where the machine lacks it (and is then

@@ -266,6 +266,7 @@ mod tests {
             percent: 81.0,
             status: ShortStr::from_str_lossy("Discharging"),
             power_w: Some(9.5),
+            time_remaining_s: None,
         });
         m.hw.gpu = Some(GpuSample {
             freq_mhz: Some(900),

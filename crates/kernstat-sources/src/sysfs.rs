@@ -112,6 +112,10 @@ struct BatteryFiles {
     power_now: Option<PreadFile>,
     current_now: Option<PreadFile>,
     voltage_now: Option<PreadFile>,
+    /// energy_now/energy_full (µWh) or charge_now/charge_full (µAh), whichever the
+    /// battery has.
+    now: Option<PreadFile>,
+    full: Option<PreadFile>,
 }
 
 /// What was found, for `--json` and diagnostics.
@@ -292,6 +296,10 @@ fn find_battery(sys: &Path) -> Option<(PathBuf, BatteryFiles)> {
             power_now: PreadFile::open_optional(s.join("power_now")),
             current_now: PreadFile::open_optional(s.join("current_now")),
             voltage_now: PreadFile::open_optional(s.join("voltage_now")),
+            now: PreadFile::open_optional(s.join("energy_now"))
+                .or_else(|| PreadFile::open_optional(s.join("charge_now"))),
+            full: PreadFile::open_optional(s.join("energy_full"))
+                .or_else(|| PreadFile::open_optional(s.join("charge_full"))),
         };
         return Some((s, files));
     }
@@ -426,18 +434,44 @@ fn read_battery(b: &BatteryFiles, buf: &mut [u8]) -> Option<BatterySample> {
         .as_ref()
         .and_then(|f| f.read(buf).ok().map(ShortStr::from_bytes))
         .unwrap_or_default();
-    let power_w = match b.power_now.as_ref().and_then(|f| f.read_u64(buf)) {
+    let power_uw = b.power_now.as_ref().and_then(|f| f.read_u64(buf));
+    let current_ua = b.current_now.as_ref().and_then(|f| f.read_u64(buf));
+    let power_w = match power_uw {
         Some(uw) => Some(uw as f32 / 1e6),
         None => {
-            let ua = b.current_now.as_ref().and_then(|f| f.read_u64(buf));
             let uv = b.voltage_now.as_ref().and_then(|f| f.read_u64(buf));
-            ua.zip(uv).map(|(a, v)| (a as f64 * v as f64 / 1e12) as f32)
+            current_ua
+                .zip(uv)
+                .map(|(a, v)| (a as f64 * v as f64 / 1e12) as f32)
         }
+    };
+    // energy (µWh) goes with power (µW), charge (µAh) with current (µA): whichever
+    // pair the battery has, the hours left are their ratio.
+    let rate = if b
+        .now
+        .as_ref()
+        .is_some_and(|f| f.path().ends_with("energy_now"))
+    {
+        power_uw
+    } else {
+        current_ua
+    };
+    let now = b.now.as_ref().and_then(|f| f.read_u64(buf));
+    let full = b.full.as_ref().and_then(|f| f.read_u64(buf));
+    let left = match status.as_str() {
+        "Discharging" => now,
+        "Charging" => full.zip(now).map(|(f, n)| f.saturating_sub(n)),
+        _ => None,
+    };
+    let time_remaining_s = match (left, rate) {
+        (Some(l), Some(r)) if r > 0 => u32::try_from(l.saturating_mul(3600) / r).ok(),
+        _ => None,
     };
     Some(BatterySample {
         percent,
         status,
         power_w,
+        time_remaining_s,
     })
 }
 

@@ -110,6 +110,8 @@ fn intel_laptop(sys: &Path) {
     write(sys, &format!("{bat}/status"), "Discharging\n");
     write(sys, &format!("{bat}/capacity"), "87\n");
     write(sys, &format!("{bat}/power_now"), "9870000\n");
+    write(sys, &format!("{bat}/energy_now"), "44000000\n");
+    write(sys, &format!("{bat}/energy_full"), "50000000\n");
     link(sys, "class/power_supply/BAT0", &format!("../../{bat}"));
 }
 
@@ -185,6 +187,11 @@ fn intel_laptop_every_reading() {
     assert_eq!(bat.percent, 87.0);
     assert_eq!(bat.status.as_str(), "Discharging");
     assert_eq!(bat.power_w, Some(9.87));
+    // Until empty: 44 Wh at 9.87 W, as UPower estimates it.
+    assert_eq!(
+        bat.time_remaining_s,
+        Some((44_000_000u64 * 3600 / 9_870_000) as u32)
+    );
     assert!(r.discovered().battery.as_ref().unwrap().ends_with("BAT0"));
 }
 
@@ -263,6 +270,8 @@ fn battery_power_from_current_and_voltage() {
     write(&sys, &format!("{bat}/capacity"), "40\n");
     write(&sys, &format!("{bat}/current_now"), "1500000\n");
     write(&sys, &format!("{bat}/voltage_now"), "12000000\n");
+    write(&sys, &format!("{bat}/charge_now"), "2000000\n");
+    write(&sys, &format!("{bat}/charge_full"), "5000000\n");
     link(&sys, "class/power_supply/BAT1", &format!("../../{bat}"));
     let mut r = HardwareReader::discover(&roots(dir.path()), &TempSource::Auto);
     let mut hw = Hardware::default();
@@ -270,6 +279,8 @@ fn battery_power_from_current_and_voltage() {
     let b = hw.battery.unwrap();
     assert_eq!(b.status.as_str(), "Charging");
     assert!((b.power_w.unwrap() - 18.0).abs() < 1e-3);
+    // Until full: 3 Ah to go at 1.5 A.
+    assert_eq!(b.time_remaining_s, Some(7200));
 }
 
 /// Every regular file under `dir` (not following links), sorted.

@@ -44,6 +44,10 @@ pub enum Unit {
     Load,
     /// A word from a small set (power profile, battery status, alert level).
     Text,
+    /// true or false.
+    Bool,
+    /// Seconds.
+    Seconds,
     /// A JSON list or object (see the help).
     Json,
 }
@@ -62,6 +66,8 @@ pub enum Value<'a> {
     Int(u64),
     /// A word.
     Text(&'a str),
+    /// Yes or no.
+    Flag(bool),
     /// Per-CPU percentages (two decimals each).
     PerCpu(&'a [f64]),
     /// A top-N list.
@@ -81,6 +87,7 @@ impl Value<'_> {
             Value::Rounded(v) | Value::Float(v) => Some(v),
             Value::Single(v) => Some(v as f64),
             Value::Int(v) => Some(v as f64),
+            Value::Flag(b) => Some(if b { 1.0 } else { 0.0 }),
             _ => None,
         }
     }
@@ -102,6 +109,7 @@ impl Serialize for Value<'_> {
             Value::Single(v) => s.serialize_f32(v),
             Value::Int(v) => s.serialize_u64(v),
             Value::Text(t) => s.serialize_str(t),
+            Value::Flag(b) => s.serialize_bool(b),
             Value::PerCpu(c) => s.collect_seq(c.iter().map(|&v| r2(v))),
             Value::Top(t) => t.serialize(s),
             // Already JSON: written as it is (serde_json's raw values), not re-parsed.
@@ -460,6 +468,33 @@ pub const METRICS: &[Metric] = &[
     )
     .exported(Prom::Gauge("kernstat_battery_power_watts", 1.0)),
     metric(
+        "battery.charging",
+        "the battery is charging",
+        Unit::Bool,
+        Instant,
+        |s| {
+            s.model
+                .hw
+                .battery
+                .as_ref()
+                .map(|b| Value::Flag(b.status.as_str() == "Charging"))
+        },
+    ),
+    metric(
+        "battery.time_remaining_secs",
+        "seconds until empty (discharging) or full (charging) at the present draw",
+        Unit::Seconds,
+        Instant,
+        |s| {
+            s.model
+                .hw
+                .battery
+                .and_then(|b| b.time_remaining_s)
+                .map(|t| Value::Int(u64::from(t)))
+        },
+    )
+    .exported(Prom::Gauge("kernstat_battery_time_remaining_seconds", 1.0)),
+    metric(
         "level",
         "alert level: normal, warning, critical",
         Unit::Text,
@@ -564,6 +599,7 @@ mod tests {
             percent: 87.0,
             status: ShortStr::from_str_lossy("Discharging"),
             power_w: Some(7.1),
+            time_remaining_s: Some(3600),
         });
         m.psi.cpu_some = Some(line);
         m.psi.memory_some = Some(line);
