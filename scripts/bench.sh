@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics (default: all). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers (default: all). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -376,6 +376,13 @@ section_metrics() {
   rm -rf "$dir"
 }
 
+# The context providers beside beachcomber 0.9.1's (crates.io), on one fake home: each
+# one's compute time (median of 3,000, pinned to CPU 0) and the fields both report.
+section_providers() {
+  echo "== context providers: kernstat vs beachcomber 0.9.1"
+  (cd bench/providers && cargo build --release -q && ./target/release/kernstat-bench-providers 3000)
+}
+
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers)
 for s in "${sections[@]}"; do "section_$s"; done

@@ -3,7 +3,6 @@
 //! one in the home directory. One field per tool (`asdf.nodejs` = `20.11.0`, the first
 //! version of its line, the one asdf selects), and `asdf.file`.
 
-use super::files::find_upward;
 use super::{Ctx, Provider, Reading, Scope};
 
 /// The provider.
@@ -34,15 +33,12 @@ fn read(ctx: &Ctx) -> Reading {
     let name = ctx
         .var("ASDF_DEFAULT_TOOL_VERSIONS_FILENAME")
         .unwrap_or_else(|| ".tool-versions".into());
-    let mut looked = Vec::new();
-    let found = find_upward(start, &[&name], &mut looked).or_else(|| {
+    let found = r.read_upward(start, &[&name]).or_else(|| {
         let home = ctx.home()?.join(&name);
-        looked.push(home.clone());
-        home.is_file().then_some(home)
+        let text = r.read(&home)?;
+        Some((home, text))
     });
-    r.watched.extend(looked);
-    let Some(file) = found else { return r };
-    let Some(text) = r.read(&file) else { return r };
+    let Some((file, text)) = found else { return r };
     for (tool, version) in parse(&text) {
         if tool != "file" && !r.fields.iter().any(|(f, _)| f == tool) {
             r.set(tool, version);

@@ -7,7 +7,6 @@
 
 use sha2::{Digest, Sha256};
 
-use super::files::find_upward;
 use super::{Ctx, Provider, Reading, Scope};
 
 /// The provider.
@@ -41,26 +40,11 @@ fn hex(d: impl AsRef<[u8]>) -> String {
 fn read(ctx: &Ctx) -> Reading {
     let mut r = ctx.reading();
     let Some(start) = ctx.path else { return r };
-    let mut looked = Vec::new();
-    let found = find_upward(start, &[".envrc"], &mut looked);
-    r.watched.extend(looked);
-    let Some(envrc) = found else { return r };
-    let Some(data) = ctx.data_home().map(|d| d.join("direnv")) else {
+    // The upward search reads the file it finds: its bytes are hashed anyway.
+    let Some((envrc, contents)) = r.read_upward_bytes(start, &[".envrc"]) else {
         return r;
     };
-    // The hash covers the file's bytes; read them bounded, as every file here.
-    r.watched.push(envrc.clone());
-    if let Some(uid) = ctx
-        .on_behalf
-        .filter(|&uid| !super::files::readable_by(&envrc, uid))
-    {
-        r.error = Some(format!("{}: not readable by uid {uid}", envrc.display()));
-        return r;
-    }
-    let Some(contents) = super::files::read_bytes(&envrc) else {
-        if let Some(e) = super::files::unreadable(&envrc) {
-            r.error = Some(format!("{}: {e}", envrc.display()));
-        }
+    let Some(data) = ctx.data_home().map(|d| d.join("direnv")) else {
         return r;
     };
     let path = envrc.to_string_lossy();

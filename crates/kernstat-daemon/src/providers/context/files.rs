@@ -23,34 +23,28 @@ fn open(path: &Path) -> io::Result<fs::File> {
 /// The file's text, or None when it does not exist, is not a regular file, or is not
 /// readable; longer files are cut at `MAX_FILE` and invalid UTF-8 replaced.
 pub fn read_text(path: &Path) -> Option<String> {
-    let buf = read_bytes(path)?;
-    Some(match String::from_utf8(buf) {
+    try_read(path).ok().map(text)
+}
+
+/// The file's bytes (at most `MAX_FILE`) or why not. No stat first: a directory fails
+/// the read (EISDIR), a FIFO opened non-blocking reads nothing, a device at most
+/// `MAX_FILE` — one open and one or two reads for the common case, the cost that
+/// matters when a prompt asks.
+pub fn try_read(path: &Path) -> io::Result<Vec<u8>> {
+    let f = open(path)?;
+    let mut buf = Vec::with_capacity(4096);
+    match f.take(MAX_FILE).read_to_end(&mut buf) {
+        Ok(_) => Ok(buf),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Bytes as text, invalid UTF-8 replaced.
+pub fn text(buf: Vec<u8>) -> String {
+    match String::from_utf8(buf) {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
-}
-
-/// The file's bytes (at most `MAX_FILE`), or None as for [`read_text`].
-pub fn read_bytes(path: &Path) -> Option<Vec<u8>> {
-    let f = open(path).ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut buf = Vec::new();
-    f.take(MAX_FILE).read_to_end(&mut buf).ok()?;
-    Some(buf)
-}
-
-/// Whether `path` can be read, for errors worth a back-off (permission, I/O) as
-/// opposed to absence.
-pub fn unreadable(path: &Path) -> Option<io::Error> {
-    match open(path) {
-        Err(e)
-            if e.kind() != io::ErrorKind::NotFound && e.kind() != io::ErrorKind::NotADirectory =>
-        {
-            Some(e)
-        }
-        _ => None,
     }
 }
 
@@ -92,9 +86,10 @@ pub fn find_upward(start: &Path, names: &[&str], looked: &mut Vec<PathBuf>) -> O
     while let Some(d) = dir {
         for name in names {
             let candidate = d.join(name);
-            looked.push(candidate.clone());
-            if candidate.exists() {
-                return Some(candidate);
+            let found = fs::symlink_metadata(&candidate).is_ok();
+            looked.push(candidate);
+            if found {
+                return looked.last().cloned();
             }
         }
         dir = d.parent();
@@ -192,7 +187,6 @@ mod tests {
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: c is a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert!(read_text(&fifo).is_none());
-        assert!(unreadable(&fifo).is_none());
+        assert_eq!(read_text(&fifo).as_deref(), Some(""));
     }
 }

@@ -189,6 +189,11 @@ impl Reading {
     /// Looks at `path` (watched), returning its text when it is a readable file; one
     /// that exists but cannot be read is recorded as the error.
     pub fn read(&mut self, path: &Path) -> Option<String> {
+        self.read_bytes(path).map(files::text)
+    }
+
+    /// As [`Reading::read`], the bytes as they are.
+    pub fn read_bytes(&mut self, path: &Path) -> Option<Vec<u8>> {
         self.watched.push(path.to_path_buf());
         if let Some(uid) = self.on_behalf {
             if !files::readable_by(path, uid) {
@@ -198,15 +203,42 @@ impl Reading {
                 return None;
             }
         }
-        let text = files::read_text(path);
-        if text.is_none() {
-            if let Some(e) = files::unreadable(path) {
-                if path.is_file() {
+        match files::try_read(path) {
+            Ok(buf) => Some(buf),
+            Err(e) => {
+                use std::io::ErrorKind::*;
+                let absent = matches!(e.kind(), NotFound | NotADirectory | IsADirectory)
+                    || e.raw_os_error() == Some(libc::EISDIR);
+                if !absent {
                     self.error = Some(format!("{}: {e}", path.display()));
+                }
+                None
+            }
+        }
+    }
+
+    /// The text of the first of `names` readable in `start` or an ancestor (nearest
+    /// first), with its path; every candidate is watched.
+    pub fn read_upward(&mut self, start: &Path, names: &[&str]) -> Option<(PathBuf, String)> {
+        self.read_upward_bytes(start, names)
+            .map(|(p, b)| (p, files::text(b)))
+    }
+
+    /// As [`Reading::read_upward`], the bytes as they are.
+    pub fn read_upward_bytes(
+        &mut self,
+        start: &Path,
+        names: &[&str],
+    ) -> Option<(PathBuf, Vec<u8>)> {
+        for d in start.ancestors() {
+            for name in names {
+                let candidate = d.join(name);
+                if let Some(bytes) = self.read_bytes(&candidate) {
+                    return Some((candidate, bytes));
                 }
             }
         }
-        text
+        None
     }
 
     /// The value of `field`, if set.

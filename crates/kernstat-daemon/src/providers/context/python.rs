@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::files::{find_upward, ini_value};
+use super::files::ini_value;
 use super::{Ctx, Provider, Reading, Scope};
 
 /// The provider.
@@ -34,19 +34,30 @@ pub static PROVIDER: Provider = Provider {
 
 const VENV_DIRS: &[&str] = &[".venv", "venv", ".virtualenv", "env"];
 
-fn local_venv(start: &Path, watched: &mut Vec<PathBuf>) -> Option<PathBuf> {
-    let mut dir = Some(start);
-    while let Some(d) = dir {
+/// The nearest venv upward and its pyvenv.cfg (read by trying each candidate: one open
+/// per candidate, no stat).
+fn local_venv(r: &mut Reading, start: &Path) -> Option<(PathBuf, String)> {
+    for d in start.ancestors() {
         for name in VENV_DIRS {
-            let cfg = d.join(name).join("pyvenv.cfg");
-            watched.push(d.join(name));
-            if cfg.is_file() {
-                return Some(d.join(name));
+            let venv = d.join(name);
+            if let Some(cfg) = r.read(&venv.join("pyvenv.cfg")) {
+                return Some((venv, cfg));
             }
+            // Watched too: the venv directory appearing.
+            r.watched.push(venv);
         }
-        dir = d.parent();
     }
     None
+}
+
+/// A `key = value` of pyvenv.cfg (INI without a section header).
+fn cfg_value<'a>(cfg: &'a str, key: &str) -> Option<&'a str> {
+    cfg.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == key)
+            .then(|| v.trim())
+            .filter(|v| !v.is_empty())
+    })
 }
 
 /// A TOML basic or literal string on one line: `"x"` or `'x'`.
@@ -62,40 +73,44 @@ fn toml_string(v: &str) -> Option<String> {
 fn read(ctx: &Ctx) -> Reading {
     let mut r = ctx.reading();
     let Some(start) = ctx.path else { return r };
-    let mut watched = Vec::new();
-    let venv = match ctx.var("VIRTUAL_ENV") {
-        Some(v) => Some(PathBuf::from(v)),
-        None => local_venv(start, &mut watched),
+    let activated = ctx.var("VIRTUAL_ENV");
+    let (venv, cfg) = match &activated {
+        Some(v) => {
+            let v = PathBuf::from(v);
+            let cfg = r.read(&v.join("pyvenv.cfg"));
+            (Some(v), cfg)
+        }
+        None => match local_venv(&mut r, start) {
+            Some((v, cfg)) => (Some(v), Some(cfg)),
+            None => (None, None),
+        },
     };
-    r.watched.append(&mut watched);
-    // pyvenv.cfg is INI without a section header.
-    let cfg = venv
-        .as_ref()
-        .and_then(|v| r.read(&v.join("pyvenv.cfg")))
-        .map(|c| format!("[venv]\n{c}"));
     let mut version = cfg.as_deref().and_then(|c| {
-        ini_value(c, "venv", "version")
-            .or_else(|| ini_value(c, "venv", "version_info"))
+        cfg_value(c, "version")
+            .or_else(|| cfg_value(c, "version_info"))
             .map(str::to_string)
     });
     if version.is_none() {
-        let mut looked = Vec::new();
-        let found = find_upward(start, &[".python-version"], &mut looked);
-        r.watched.extend(looked);
-        version = found.and_then(|f| {
-            let text = r.read(&f)?;
-            text.lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(str::to_string)
-        });
+        version = r
+            .read_upward(start, &[".python-version"])
+            .and_then(|(_, text)| {
+                text.lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty() && !l.starts_with('#'))
+                    .map(str::to_string)
+            });
     }
-    let mut looked = Vec::new();
-    let pyproject = find_upward(start, &["pyproject.toml"], &mut looked);
-    r.watched.extend(looked);
-    let requires = pyproject
-        .and_then(|f| r.read(&f))
-        .and_then(|t| ini_value(&t, "project", "requires-python").and_then(toml_string));
+    // The project's pyproject.toml: beside a local venv, else the nearest upward.
+    let project_dir = venv
+        .as_deref()
+        .filter(|_| activated.is_none())
+        .and_then(Path::parent);
+    let pyproject = match project_dir {
+        Some(d) => r.read(&d.join("pyproject.toml")),
+        None => r.read_upward(start, &["pyproject.toml"]).map(|(_, t)| t),
+    };
+    let requires =
+        pyproject.and_then(|t| ini_value(&t, "project", "requires-python").and_then(toml_string));
     let name = venv.as_ref().map(|v| {
         ctx.var("VIRTUAL_ENV_PROMPT")
             .map(|p| {
@@ -107,7 +122,7 @@ fn read(ctx: &Ctx) -> Reading {
             })
             .or_else(|| {
                 cfg.as_deref()
-                    .and_then(|c| ini_value(c, "venv", "prompt"))
+                    .and_then(|c| cfg_value(c, "prompt"))
                     .and_then(|p| toml_string(p).or_else(|| Some(p.to_string())))
             })
             .unwrap_or_else(|| {

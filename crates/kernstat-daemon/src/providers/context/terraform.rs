@@ -31,15 +31,25 @@ fn read(ctx: &Ctx) -> Reading {
     let data = ctx
         .var("TF_DATA_DIR")
         .unwrap_or_else(|| ".terraform".into());
-    let mut looked = Vec::new();
+    // One stat per directory on the way up, as terraform's own check is.
+    let is_dir = |d: &std::path::Path| std::fs::metadata(d).is_ok_and(|m| m.is_dir());
     let found = if PathBuf::from(&data).is_absolute() {
         let d = PathBuf::from(&data);
-        looked.push(d.clone());
-        d.is_dir().then(|| d.clone())
+        r.watched.push(d.clone());
+        is_dir(&d).then_some(d)
     } else {
-        super::files::find_upward(start, &[&data], &mut looked).filter(|d| d.is_dir())
+        let mut found = None;
+        for dir in start.ancestors() {
+            let d = dir.join(&data);
+            let hit = is_dir(&d);
+            r.watched.push(d);
+            if hit {
+                found = r.watched.last().cloned();
+                break;
+            }
+        }
+        found
     };
-    r.watched.extend(looked);
     if let Some(ws) = ctx.var("TF_WORKSPACE") {
         r.set("workspace", ws);
         r.set(
