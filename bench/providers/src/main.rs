@@ -23,12 +23,24 @@ fn fake_home(root: &Path) -> PathBuf {
         "apiVersion: v1\nclusters:\n- cluster:\n    server: https://10.0.0.1:6443\n  name: c1\ncontexts:\n- context:\n    cluster: c1\n    user: bob\n  name: dev\n- context:\n    cluster: c1\n    namespace: team-x\n    user: alice\n  name: prod\ncurrent-context: prod\nkind: Config\npreferences: {}\nusers:\n- name: alice\n  user:\n    token: t\n",
     );
     write(&h.join(".config/gcloud/active_config"), "default");
-    write(&h.join(".config/gcloud/configurations/config_default"), "[core]\naccount = a@b.c\nproject = proj-one\n\n");
-    write(&h.join(".aws/config"), "[default]\nregion = eu-west-1\n\n[profile dev]\nregion = us-east-2\n");
+    write(
+        &h.join(".config/gcloud/configurations/config_default"),
+        "[core]\naccount = a@b.c\nproject = proj-one\n\n",
+    );
+    write(
+        &h.join(".aws/config"),
+        "[default]\nregion = eu-west-1\n\n[profile dev]\nregion = us-east-2\n",
+    );
     let proj = h.join("proj");
-    write(&proj.join(".tool-versions"), "nodejs 20.11.0\npython 3.12.1\n");
+    write(
+        &proj.join(".tool-versions"),
+        "nodejs 20.11.0\npython 3.12.1\n",
+    );
     write(&proj.join("mise.toml"), "[tools]\nnode = \"22\"\n");
-    write(&proj.join(".venv/pyvenv.cfg"), "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.11.2\n");
+    write(
+        &proj.join(".venv/pyvenv.cfg"),
+        "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.11.2\n",
+    );
     write(&proj.join(".terraform/environment"), "staging");
     write(&proj.join(".envrc"), "export FOO=1\n");
     h
@@ -79,7 +91,10 @@ fn bc_time<P: BcProvider>(p: &P, path: Option<&str>, n: usize) -> f64 {
 }
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2000);
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(2000);
     // Pinned: moving between the two vCPUs changes timings 2-3x.
     // SAFETY: a zeroed cpu_set_t with CPU 0 set, for this thread.
     unsafe {
@@ -122,14 +137,44 @@ fn main() {
             rows.push((($ks, $bcname, bc_t, bc_fields(&$bcp, $bcpath)), ks_t, ks_v));
         }};
     }
-    side!("kubecontext", "kubecontext", bc::kubecontext::KubecontextProvider, Some(kube_s.as_str()));
+    side!(
+        "kubecontext",
+        "kubecontext",
+        bc::kubecontext::KubecontextProvider,
+        Some(kube_s.as_str())
+    );
     side!("gcloud", "gcloud_configs", bc::gcloud::GcloudProvider, None);
     side!("aws", "aws_profiles", bc::aws::AwsProvider, None);
-    side!("python", "python", bc::python::PythonProvider, Some(proj_s.as_str()));
-    side!("terraform", "terraform", bc::terraform::TerraformProvider, Some(proj_s.as_str()));
-    side!("asdf", "asdf", bc::asdf::AsdfProvider, Some(proj_s.as_str()));
-    side!("mise", "mise", bc::mise::MiseProvider, Some(proj_s.as_str()));
-    side!("direnv", "direnv", bc::direnv::DirenvProvider, Some(proj_s.as_str()));
+    side!(
+        "python",
+        "python",
+        bc::python::PythonProvider,
+        Some(proj_s.as_str())
+    );
+    side!(
+        "terraform",
+        "terraform",
+        bc::terraform::TerraformProvider,
+        Some(proj_s.as_str())
+    );
+    side!(
+        "asdf",
+        "asdf",
+        bc::asdf::AsdfProvider,
+        Some(proj_s.as_str())
+    );
+    side!(
+        "mise",
+        "mise",
+        bc::mise::MiseProvider,
+        Some(proj_s.as_str())
+    );
+    side!(
+        "direnv",
+        "direnv",
+        bc::direnv::DirenvProvider,
+        Some(proj_s.as_str())
+    );
     side!("sudo", "sudo", bc::sudo::SudoProvider, None);
     println!("| provider | kernstat (median) | beachcomber 0.9.1 (median) | kernstat's fields | beachcomber's fields |");
     println!("|---|---|---|---|---|");
@@ -143,5 +188,8 @@ fn main() {
         );
     }
     let _ = std::fs::remove_dir_all(&root);
-    eprintln!("{n} iterations each, pinned to CPU 0, HOME={}", home.display());
+    eprintln!(
+        "{n} iterations each, pinned to CPU 0, HOME={}",
+        home.display()
+    );
 }
