@@ -165,6 +165,7 @@ fn kubecontext_agrees_with_kubectl_across_two_files_and_follows_use_context() {
     // kubectl use-context writes the first file; the daemon sees it without a poll.
     let list = format!("{a_s}:{b_s}");
     let env = [("HOME", hs), ("KUBECONFIG", list.as_str())];
+    let (first_tx, first_rx) = std::sync::mpsc::channel();
     let watcher = std::thread::spawn({
         let sock = d.sock.clone();
         let list = list.clone();
@@ -182,14 +183,22 @@ fn kubecontext_agrees_with_kubectl_across_two_files_and_follows_use_context() {
             };
             let mut w = s.watch_query(&q).unwrap();
             let first = w.next().unwrap().unwrap();
-            let second = w.next().unwrap().unwrap();
-            (first.data, second.data)
+            first_tx.send(first.data).unwrap();
+            // kubectl rewrites the file in place (truncate, write): a read between the
+            // two may publish a passing value; the stream must reach the new context.
+            loop {
+                let v = w.next().unwrap().unwrap().data;
+                if v == Some(json!("dev")) {
+                    return v;
+                }
+            }
         }
     });
-    std::thread::sleep(Duration::from_millis(200));
-    kubectl(&list, &["config", "use-context", "dev"]);
-    let (first, second) = watcher.join().unwrap();
+    // The change is made only once the stream has its first value.
+    let first = first_rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(first, Some(json!("prod")));
+    kubectl(&list, &["config", "use-context", "dev"]);
+    let second = watcher.join().unwrap();
     assert_eq!(second, Some(json!("dev")));
     let v = get(&mut s, "kubecontext.namespace", None, &env);
     assert_eq!(

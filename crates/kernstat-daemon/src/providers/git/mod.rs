@@ -57,12 +57,47 @@ pub const GIT_KEYS: &[(&str, &str)] = &[
         "untracked files (each file, as `git status -uall`; ignored ones not)",
     ),
     ("git.dirty", "any staged, unstaged or untracked change"),
+    (
+        "git.conflicted",
+        "paths with unresolved merge conflicts (not counted in unstaged)",
+    ),
+    (
+        "git.lines_added",
+        "lines added in the work tree, not staged (git diff --numstat)",
+    ),
+    ("git.lines_removed", "lines removed in the work tree, not staged"),
+    (
+        "git.lines_staged_added",
+        "lines added in the index (git diff --cached --numstat)",
+    ),
+    ("git.lines_staged_removed", "lines removed in the index"),
+    (
+        "git.state_step",
+        "during a rebase or am: the step being applied (null otherwise)",
+    ),
+    ("git.state_total", "during a rebase or am: the number of steps"),
+    ("git.last_commit_age_secs", "seconds since HEAD's commit time"),
+    ("git.commit_summary", "the first line of HEAD's commit message"),
+    (
+        "git.push_ahead",
+        "commits on HEAD not on the branch it pushes to (pushRemote, pushDefault, else the upstream's remote)",
+    ),
+    ("git.push_behind", "commits on the push branch not on HEAD"),
 ];
 
 /// The keys `counts` computes (the rest come from `read`).
 pub const COUNT_KEYS: &[&str] = &[
     "git.ahead",
     "git.behind",
+    "git.conflicted",
+    "git.lines_added",
+    "git.lines_removed",
+    "git.lines_staged_added",
+    "git.lines_staged_removed",
+    "git.last_commit_age_secs",
+    "git.commit_summary",
+    "git.push_ahead",
+    "git.push_behind",
     "git.staged",
     "git.unstaged",
     "git.untracked",
@@ -94,6 +129,11 @@ pub struct GitInfo {
     pub state: &'static str,
     /// Upstream branch.
     pub upstream: Option<String>,
+    /// Rebase or am progress: (step, total).
+    pub steps: Option<(u64, u64)>,
+    /// Where HEAD's branch pushes: refs/remotes/REMOTE/BRANCH.
+    #[serde(skip)]
+    pub push_ref: Option<String>,
 }
 
 /// Finds the repository containing `dir`: (work tree root, git dir, common dir).
@@ -192,6 +232,67 @@ fn loose_tags(dir: &Path, prefix: &str, out: &mut Vec<(String, String)>) {
     }
 }
 
+/// The commit an annotated tag object points to, when the object is loose (as `git tag
+/// -a` leaves it until the next gc packs it, and then packed-refs carries the peeled id):
+/// inflate its first bytes, `tag SIZE\0object ID\n...`; tags of tags are followed.
+fn peel_loose(common: &Path, id: &str) -> Option<String> {
+    use std::io::Read;
+    let mut id = id.to_string();
+    for _ in 0..4 {
+        if !is_hex_id(&id) {
+            return None;
+        }
+        let f = fs::File::open(common.join("objects").join(&id[..2]).join(&id[2..])).ok()?;
+        let mut head = [0u8; 256];
+        let mut z = flate2::read::ZlibDecoder::new(f);
+        let mut n = 0;
+        while n < head.len() {
+            match z.read(&mut head[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(_) => return None,
+            }
+        }
+        let text = &head[..n];
+        let body = &text[text.iter().position(|&b| b == 0)? + 1..];
+        let header = &text[..text.iter().position(|&b| b == b' ')?];
+        let target = std::str::from_utf8(
+            body.strip_prefix(b"object ")?
+                .split(|&b| b == b'\n')
+                .next()?,
+        )
+        .ok()?;
+        match header {
+            b"tag" => {
+                let next = target.to_string();
+                // The target's own type: a tag object means one more hop.
+                if next == id {
+                    return None;
+                }
+                id = next;
+                if !is_tag_object(common, &id) {
+                    return Some(id);
+                }
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Whether loose object `id` is a tag (false when it is anything else or not loose).
+fn is_tag_object(common: &Path, id: &str) -> bool {
+    use std::io::Read;
+    let Ok(f) = fs::File::open(common.join("objects").join(&id[..2]).join(&id[2..])) else {
+        return false;
+    };
+    let mut head = [0u8; 4];
+    flate2::read::ZlibDecoder::new(f)
+        .read_exact(&mut head)
+        .is_ok()
+        && &head == b"tag "
+}
+
 fn upstream(common: &Path, branch: &str) -> Option<String> {
     let config = fs::read_to_string(common.join("config")).ok()?;
     let header = format!("[branch \"{branch}\"]");
@@ -243,7 +344,7 @@ pub fn read(dir: &Path) -> io::Result<GitInfo> {
         loose.sort();
         loose
             .into_iter()
-            .find(|(_, id)| id == c)
+            .find(|(_, id)| id == c || peel_loose(&common, id).as_deref() == Some(c.as_str()))
             .map(|(n, _)| n)
             .or_else(|| {
                 packed
@@ -272,6 +373,18 @@ pub fn read(dir: &Path) -> io::Result<GitInfo> {
         "none"
     };
     let upstream = branch.as_deref().and_then(|b| upstream(&common, b));
+    let push_ref = branch.as_deref().and_then(|b| push_ref(&common, b));
+    // As git-prompt.sh reads them: rebase-merge/{msgnum,end}, rebase-apply/{next,last}.
+    let num = |p: PathBuf| -> Option<u64> { fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let steps = [
+        ("rebase-merge", "msgnum", "end"),
+        ("rebase-apply", "next", "last"),
+    ]
+    .iter()
+    .find_map(|(dir, step, total)| {
+        let d = git_dir.join(dir);
+        Some((num(d.join(step))?, num(d.join(total))?))
+    });
     Ok(GitInfo {
         root,
         git_dir,
@@ -283,7 +396,39 @@ pub fn read(dir: &Path) -> io::Result<GitInfo> {
         stash,
         state,
         upstream,
+        steps,
+        push_ref,
     })
+}
+
+/// The remote-tracking ref HEAD's branch pushes to, as `git push` with push.default
+/// simple/current chooses the remote: `branch.B.pushRemote`, else `remote.pushDefault`,
+/// else `branch.B.remote`; the branch of the same name there.
+fn push_ref(common: &Path, branch: &str) -> Option<String> {
+    let config = fs::read_to_string(common.join("config")).ok()?;
+    let mut section = String::new();
+    let (mut push_remote, mut push_default, mut remote) = (None, None, None);
+    let want = format!("branch \"{branch}\"");
+    for line in config.lines() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            section = h.trim().to_string();
+            continue;
+        }
+        let Some((k, v)) = l.split_once('=') else {
+            continue;
+        };
+        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_string());
+        if section == want && k == "pushremote" {
+            push_remote = Some(v);
+        } else if section == want && k == "remote" {
+            remote = Some(v);
+        } else if section == "remote" && k == "pushdefault" {
+            push_default = Some(v);
+        }
+    }
+    let r = push_remote.or(push_default).or(remote)?;
+    (r != ".").then(|| format!("refs/remotes/{r}/{branch}"))
 }
 
 /// The keys and JSON values for `info`.
@@ -305,6 +450,14 @@ pub fn values(info: &GitInfo) -> Vec<(&'static str, Vec<u8>)> {
         ("git.stash", j(serde_json::json!(info.stash))),
         ("git.state", j(serde_json::json!(info.state))),
         ("git.upstream", j(serde_json::json!(info.upstream))),
+        (
+            "git.state_step",
+            j(serde_json::json!(info.steps.map(|s| s.0))),
+        ),
+        (
+            "git.state_total",
+            j(serde_json::json!(info.steps.map(|s| s.1))),
+        ),
     ]
 }
 
@@ -321,6 +474,36 @@ pub struct GitCounts {
     pub unstaged: u64,
     /// Untracked files, not ignored.
     pub untracked: u64,
+    /// Paths with unresolved conflicts.
+    pub conflicted: u64,
+    /// Unstaged lines (added, removed).
+    pub lines: (u64, u64),
+    /// Staged lines (added, removed).
+    pub staged_lines: (u64, u64),
+    /// Seconds since HEAD's commit time.
+    pub last_commit_age_secs: Option<u64>,
+    /// HEAD's commit message, first line.
+    pub commit_summary: Option<String>,
+    /// Commits on HEAD not on the push branch, and the reverse.
+    pub push_ahead: Option<u64>,
+    /// See `push_ahead`.
+    pub push_behind: Option<u64>,
+}
+
+/// Lines added and removed between two blobs, as `git diff --numstat` counts them
+/// (Myers); binary content (a NUL in the first 8,000 bytes, git's test) counts nothing.
+fn line_counts(old: &[u8], new: &[u8]) -> (u64, u64) {
+    use gix::diff::blob::{sources::byte_lines, Algorithm, Diff, InternedInput};
+    let binary = |b: &[u8]| b[..b.len().min(8000)].contains(&0);
+    if binary(old) || binary(new) {
+        return (0, 0);
+    }
+    let input = InternedInput::new(byte_lines(old), byte_lines(new));
+    let diff = Diff::compute(Algorithm::Myers, &input);
+    (
+        u64::from(diff.count_additions()),
+        u64::from(diff.count_removals()),
+    )
 }
 
 /// The upstream's ref name for `info.upstream` ("origin/main" is
@@ -337,27 +520,53 @@ pub fn counts(info: &GitInfo) -> Result<GitCounts, String> {
     use gix::status::index_worktree::Item as Worktree;
     let repo = gix::open(&info.root).map_err(|e| e.to_string())?;
     let mut c = GitCounts::default();
-    if let (Some(head), Some(up)) = (info.commit.as_deref(), info.upstream.as_deref()) {
+    let only = |from: gix::ObjectId, hide: gix::ObjectId| -> Result<u64, String> {
+        let walk = repo
+            .rev_walk([from])
+            .with_hidden([hide])
+            .all()
+            .map_err(|e| e.to_string())?;
+        let mut n = 0;
+        for commit in walk {
+            commit.map_err(|e| e.to_string())?;
+            n += 1;
+        }
+        Ok(n)
+    };
+    let peeled = |name: &str| -> Option<gix::ObjectId> {
+        Some(repo.find_reference(name).ok()?.peel_to_id().ok()?.detach())
+    };
+    if let Some(head) = info.commit.as_deref() {
         let head = gix::ObjectId::from_hex(head.as_bytes()).map_err(|e| e.to_string())?;
-        if let Ok(mut r) = repo.find_reference(upstream_ref(up).as_str()) {
-            let up = r.peel_to_id().map_err(|e| e.to_string())?.detach();
-            let only = |from: gix::ObjectId, hide: gix::ObjectId| -> Result<u64, String> {
-                let walk = repo
-                    .rev_walk([from])
-                    .with_hidden([hide])
-                    .all()
-                    .map_err(|e| e.to_string())?;
-                let mut n = 0;
-                for commit in walk {
-                    commit.map_err(|e| e.to_string())?;
-                    n += 1;
-                }
-                Ok(n)
-            };
+        if let Some(up) = info
+            .upstream
+            .as_deref()
+            .and_then(|u| peeled(&upstream_ref(u)))
+        {
             c.ahead = Some(only(head, up)?);
             c.behind = Some(only(up, head)?);
         }
+        if let Some(push) = info.push_ref.as_deref().and_then(peeled) {
+            c.push_ahead = Some(only(head, push)?);
+            c.push_behind = Some(only(push, head)?);
+        }
+        if let Ok(commit) = repo.find_commit(head) {
+            if let Ok(t) = commit.time() {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                c.last_commit_age_secs = Some(now.saturating_sub(t.seconds).max(0) as u64);
+            }
+            if let Ok(m) = commit.message() {
+                c.commit_summary = Some(m.summary().to_string());
+            }
+        }
     }
+    let blob = |id: &gix::oid| -> Vec<u8> {
+        repo.find_object(id)
+            .map(|o| o.detach().data)
+            .unwrap_or_default()
+    };
     let status = repo
         .status(gix::progress::Discard)
         .map_err(|e| e.to_string())?
@@ -368,12 +577,54 @@ pub fn counts(info: &GitInfo) -> Result<GitCounts, String> {
         })
         .into_iter(Vec::<gix::bstr::BString>::new())
         .map_err(|e| e.to_string())?;
+    let add = |acc: &mut (u64, u64), (a, r): (u64, u64)| {
+        acc.0 += a;
+        acc.1 += r;
+    };
     for item in status {
         match item.map_err(|e| e.to_string())? {
-            gix::status::Item::TreeIndex(_) => c.staged += 1,
-            gix::status::Item::IndexWorktree(
-                Worktree::Modification { .. } | Worktree::Rewrite { .. },
-            ) => c.unstaged += 1,
+            gix::status::Item::TreeIndex(change) => {
+                use gix::diff::index::ChangeRef;
+                c.staged += 1;
+                let counted = match &change {
+                    ChangeRef::Addition { id, .. } => line_counts(&[], &blob(id)),
+                    ChangeRef::Deletion { id, .. } => line_counts(&blob(id), &[]),
+                    ChangeRef::Modification {
+                        previous_id, id, ..
+                    } => line_counts(&blob(previous_id), &blob(id)),
+                    ChangeRef::Rewrite { source_id, id, .. } => {
+                        line_counts(&blob(source_id), &blob(id))
+                    }
+                };
+                add(&mut c.staged_lines, counted);
+            }
+            gix::status::Item::IndexWorktree(Worktree::Modification {
+                status: gix::status::plumbing::index_as_worktree::EntryStatus::Conflict { .. },
+                ..
+            }) => c.conflicted += 1,
+            gix::status::Item::IndexWorktree(Worktree::Modification {
+                entry,
+                rela_path,
+                status,
+                ..
+            }) => {
+                use gix::bstr::ByteSlice;
+                use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
+                c.unstaged += 1;
+                let now: Option<Vec<u8>> = match status {
+                    EntryStatus::Change(Change::Removed) => Some(Vec::new()),
+                    EntryStatus::Change(Change::Modification { .. }) => {
+                        gix::path::from_bstr(rela_path.as_slice().as_bstr())
+                            .ok()
+                            .and_then(|rel| fs::read(info.root.join(rel)).ok())
+                    }
+                    _ => None,
+                };
+                if let Some(now) = now {
+                    add(&mut c.lines, line_counts(&blob(&entry.id), &now));
+                }
+            }
+            gix::status::Item::IndexWorktree(Worktree::Rewrite { .. }) => c.unstaged += 1,
             gix::status::Item::IndexWorktree(Worktree::DirectoryContents { entry, .. }) => {
                 if entry.status == gix::dir::entry::Status::Untracked {
                     c.untracked += 1;
@@ -395,8 +646,28 @@ pub fn count_values(c: &GitCounts) -> Vec<(&'static str, Vec<u8>)> {
         ("git.untracked", j(serde_json::json!(c.untracked))),
         (
             "git.dirty",
-            j(serde_json::json!(c.staged + c.unstaged + c.untracked > 0)),
+            j(serde_json::json!(
+                c.staged + c.unstaged + c.untracked + c.conflicted > 0
+            )),
         ),
+        ("git.conflicted", j(serde_json::json!(c.conflicted))),
+        ("git.lines_added", j(serde_json::json!(c.lines.0))),
+        ("git.lines_removed", j(serde_json::json!(c.lines.1))),
+        (
+            "git.lines_staged_added",
+            j(serde_json::json!(c.staged_lines.0)),
+        ),
+        (
+            "git.lines_staged_removed",
+            j(serde_json::json!(c.staged_lines.1)),
+        ),
+        (
+            "git.last_commit_age_secs",
+            j(serde_json::json!(c.last_commit_age_secs)),
+        ),
+        ("git.commit_summary", j(serde_json::json!(c.commit_summary))),
+        ("git.push_ahead", j(serde_json::json!(c.push_ahead))),
+        ("git.push_behind", j(serde_json::json!(c.push_behind))),
     ]
 }
 
@@ -590,5 +861,151 @@ mod tests {
         git(&work, &["checkout", "-qb", "topic"]);
         let c = counts(&read(&work).unwrap()).unwrap();
         assert_eq!((c.ahead, c.behind, c.staged), (None, None, 1));
+    }
+}
+
+#[cfg(test)]
+mod extras {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.org",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_EDITOR", "true")
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success() || args[0] == "merge" || args[0] == "rebase",
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// (added, removed) summed over `git diff --numstat` lines.
+    fn numstat(out: &str) -> (u64, u64) {
+        out.lines().fold((0, 0), |(a, r), l| {
+            let mut f = l.split('\t');
+            (
+                a + f.next().unwrap().parse::<u64>().unwrap(),
+                r + f.next().unwrap().parse::<u64>().unwrap(),
+            )
+        })
+    }
+
+    #[test]
+    fn lines_summary_age_push_and_tags_agree_with_git() {
+        if !kernstat_testkit::tool_gate("git") {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path();
+        git(w, &["init", "-q"]);
+        fs::write(w.join("a"), "1\n2\n3\n4\n").unwrap();
+        fs::write(w.join("b"), "x\n").unwrap();
+        git(w, &["add", "."]);
+        git(w, &["commit", "-qm", "first\n\nbody"]);
+        let first = git(w, &["rev-parse", "HEAD"]);
+        fs::write(w.join("b"), "x\ny\n").unwrap();
+        git(w, &["commit", "-qam", "second: the summary"]);
+        // A push remote one commit behind.
+        git(w, &["update-ref", "refs/remotes/fork/main", &first]);
+        git(w, &["config", "branch.main.pushRemote", "fork"]);
+        // Annotated, loose: the ref names the tag object, not the commit.
+        git(w, &["tag", "-a", "v2", "-m", "release"]);
+        // Unstaged: a modified with 2 added and 1 removed; staged: b with 1 added.
+        fs::write(w.join("a"), "1\n3\n4\n5\n6\n").unwrap();
+        fs::write(w.join("c"), "new\nfile\n").unwrap();
+        git(w, &["add", "c"]);
+        let info = read(w).unwrap();
+        assert_eq!(
+            info.tag.as_deref(),
+            Some("v2"),
+            "the loose annotated tag, peeled"
+        );
+        let c = counts(&info).unwrap();
+        assert_eq!(c.lines, numstat(&git(w, &["diff", "--numstat"])));
+        assert_eq!(
+            c.staged_lines,
+            numstat(&git(w, &["diff", "--cached", "--numstat"]))
+        );
+        assert_eq!(
+            c.commit_summary.as_deref(),
+            Some(git(w, &["log", "-1", "--format=%s"]).as_str())
+        );
+        let ct: u64 = git(w, &["log", "-1", "--format=%ct"]).parse().unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert!(c.last_commit_age_secs.unwrap().abs_diff(now - ct) <= 2);
+        let ahead: u64 = git(w, &["rev-list", "--count", "fork/main..HEAD"])
+            .parse()
+            .unwrap();
+        assert_eq!((c.push_ahead, c.push_behind), (Some(ahead), Some(0)));
+        assert_eq!(c.conflicted, 0);
+    }
+
+    #[test]
+    fn a_conflict_and_a_rebase_at_step_two_of_three() {
+        if !kernstat_testkit::tool_gate("git") {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path();
+        git(w, &["init", "-q"]);
+        fs::write(w.join("f"), "base\n").unwrap();
+        fs::write(w.join("g"), "base\n").unwrap();
+        git(w, &["add", "."]);
+        git(w, &["commit", "-qm", "base"]);
+        git(w, &["checkout", "-qb", "other"]);
+        fs::write(w.join("f"), "other\n").unwrap();
+        fs::write(w.join("g"), "other\n").unwrap();
+        git(w, &["commit", "-qam", "other"]);
+        git(w, &["checkout", "-q", "main"]);
+        fs::write(w.join("f"), "main\n").unwrap();
+        fs::write(w.join("g"), "main\n").unwrap();
+        git(w, &["commit", "-qam", "main"]);
+        git(w, &["merge", "other"]);
+        let info = read(w).unwrap();
+        assert_eq!(info.state, "merge");
+        let unmerged = git(w, &["diff", "--name-only", "--diff-filter=U"])
+            .lines()
+            .count() as u64;
+        assert_eq!(unmerged, 2);
+        let c = counts(&info).unwrap();
+        assert_eq!(c.conflicted, unmerged);
+        git(w, &["merge", "--abort"]);
+
+        // Three commits, the second marked `edit`: the rebase stops at step 2 of 3.
+        for i in 1..=3 {
+            fs::write(w.join("f"), format!("{i}\n")).unwrap();
+            git(w, &["commit", "-qam", &format!("c{i}")]);
+        }
+        let out = std::process::Command::new("git")
+            .args(["rebase", "-q", "-i", "HEAD~3"])
+            .env("GIT_SEQUENCE_EDITOR", "sed -i 2s/^pick/edit/")
+            .current_dir(w)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let info = read(w).unwrap();
+        assert_eq!(info.state, "rebase");
+        assert_eq!(info.steps, Some((2, 3)));
+        git(w, &["rebase", "--abort"]);
+        assert_eq!(read(w).unwrap().steps, None);
     }
 }
