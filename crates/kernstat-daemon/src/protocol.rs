@@ -15,7 +15,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub const MAX_REQUEST: usize = 64 * 1024;
 
 /// One request.
-#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Deserialize, PartialEq)]
 #[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Request<'a> {
     /// The current value of a key.
@@ -58,6 +58,18 @@ pub enum Request<'a> {
     },
     /// Versions.
     Hello,
+    /// Sets a `var.` key that others `get` and `watch`.
+    Put {
+        /// The key, `var.NAME`.
+        #[serde(borrow)]
+        key: &'a str,
+        /// The value (JSON; `null` removes the key). Parsed, not borrowed raw: the
+        /// request's `op` tag makes serde buffer the fields, which raw values refuse.
+        data: serde_json::Value,
+        /// Seconds until it expires (none: until the daemon stops).
+        #[serde(default)]
+        ttl_s: Option<f64>,
+    },
 }
 
 /// Why a request line was refused.
@@ -75,7 +87,7 @@ pub fn parse(line: &[u8]) -> Result<Request<'_>, BadRequest> {
         // serde reports an unknown op as an unknown variant: say which ops exist.
         if msg.contains("unknown variant") {
             BadRequest::Parse(format!(
-                "{msg}; ops: get, watch, list, status, refresh, hello"
+                "{msg}; ops: get, watch, list, status, refresh, hello, put"
             ))
         } else {
             BadRequest::Parse(msg)
@@ -98,6 +110,8 @@ pub enum Code {
     Refused,
     /// The provider failed.
     Failed,
+    /// A limit was reached (the `put` store is full).
+    Full,
 }
 
 impl Code {
@@ -110,6 +124,7 @@ impl Code {
             Code::TooLong => "too_long",
             Code::Refused => "refused",
             Code::Failed => "failed",
+            Code::Full => "full",
         }
     }
 }

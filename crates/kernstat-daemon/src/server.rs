@@ -106,6 +106,7 @@ pub struct Daemon {
     pub(crate) git: GitPaths,
     pub(crate) contexts: Contexts,
     network: Network,
+    pub(crate) puts: crate::providers::puts::Puts,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -135,6 +136,7 @@ impl Daemon {
             git: GitPaths::default(),
             contexts: Contexts::default(),
             network: Network::default(),
+            puts: Default::default(),
         });
         basic::publish(&d.cache);
         d
@@ -197,13 +199,15 @@ impl Daemon {
             "git_paths": self.git.len(),
             "contexts": self.contexts.len(),
             "watched_dirs": self.contexts.watched_dirs(),
+            "vars": self.puts.usage().0,
         });
         serde_json::to_vec(&v).unwrap_or_default()
     }
 
     fn stale(&self, e: &Entry, key: &str) -> bool {
-        // System keys are refreshed every interval; git and context keys on change.
+        // System keys are refreshed every interval; git, context and put keys on change.
         !key.starts_with("git.")
+            && !key.starts_with(crate::providers::puts::PREFIX)
             && context::lookup(key).is_none()
             && e.updated.elapsed() > self.config.interval * 3 + Duration::from_secs(1)
     }
@@ -345,6 +349,21 @@ impl Daemon {
                     }
                 }
                 protocol::write_data(out, b"true");
+            }
+            Request::Put {
+                key,
+                ref data,
+                ttl_s,
+            } => {
+                use crate::providers::puts::Refused;
+                match self.puts.put(&self.cache, key, &data.to_string(), ttl_s) {
+                    Ok(()) => {
+                        self.notify(Event::System);
+                        protocol::write_data(out, b"true")
+                    }
+                    Err(Refused::Bad(why)) => protocol::write_error(out, Code::BadRequest, &why),
+                    Err(Refused::Full(why)) => protocol::write_error(out, Code::Full, &why),
+                }
             }
             Request::Watch { .. } => {}
         }

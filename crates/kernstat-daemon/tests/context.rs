@@ -634,3 +634,95 @@ fn contexts_nobody_asks_for_are_forgotten_with_their_watches() {
         "{keys}"
     );
 }
+
+#[test]
+fn put_values_are_bounded_expire_and_reach_watchers() {
+    let d = start();
+    let mut s = session(&d);
+    // A watcher of a key not set yet gets it when it is put.
+    let watcher = std::thread::spawn({
+        let sock = d.sock.clone();
+        move || {
+            let s = Session::connect(&sock).unwrap();
+            s.set_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut w = s.watch("var.deploy", None).unwrap();
+            w.next().unwrap().unwrap().data
+        }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let v = ask(
+        &mut s,
+        r#"{"op":"put","key":"var.deploy","data":{"v":"1.2","by":"ci"},"ttl_s":0.5}"#,
+    );
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        watcher.join().unwrap(),
+        Some(json!({"v": "1.2", "by": "ci"}))
+    );
+    let v = ask(&mut s, r#"{"op":"get","key":"var.deploy"}"#);
+    assert_eq!(v["data"]["v"], "1.2");
+    // Expired: gone within the sweep (every second).
+    wait_for("the value expired", || {
+        ask(&mut s, r#"{"op":"get","key":"var.deploy"}"#)["code"] == "no_data"
+    });
+    // Abuse: other namespaces, bad TTLs, a value over 16 KiB: refused with a reason.
+    for bad in [
+        r#"{"op":"put","key":"load.one","data":1}"#.to_string(),
+        r#"{"op":"put","key":"var.x","data":1,"ttl_s":-5}"#.to_string(),
+        format!(
+            r#"{{"op":"put","key":"var.big","data":"{}"}}"#,
+            "x".repeat(17 * 1024)
+        ),
+    ] {
+        let v = ask(&mut s, &bad);
+        assert_eq!(v["code"], "bad_request", "{v}");
+    }
+    assert_eq!(
+        ask(&mut s, r#"{"op":"get","key":"load.one"}"#)["data"],
+        0.42,
+        "untouched"
+    );
+    // 100,000 keys asked for (pipelined in batches): 1,000 are kept, the rest refused
+    // as `full`, and memory stays bounded.
+    let (mut ok, mut full) = (0, 0);
+    for batch in 0..100 {
+        let mut req = String::new();
+        for i in 0..1000 {
+            req.push_str(&format!(
+                r#"{{"op":"put","key":"var.k{}","data":{}}}"#,
+                batch * 1000 + i,
+                i
+            ));
+            req.push('\n');
+        }
+        use std::io::{BufRead, Write};
+        let mut c = std::os::unix::net::UnixStream::connect(&d.sock).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        let r = std::io::BufReader::new(c);
+        for line in r.lines().take(1000) {
+            let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            if v["ok"] == true {
+                ok += 1;
+            } else {
+                assert_eq!(v["code"], "full", "{v}");
+                full += 1;
+            }
+        }
+    }
+    assert_eq!((ok, full), (1000, 99_000));
+    let st = ask(&mut s, r#"{"op":"status"}"#);
+    assert_eq!(st["data"]["vars"], 1000);
+    // Removing one makes room for one.
+    assert_eq!(
+        ask(&mut s, r#"{"op":"put","key":"var.k0","data":null}"#)["ok"],
+        true
+    );
+    assert_eq!(
+        ask(&mut s, r#"{"op":"put","key":"var.new","data":"x"}"#)["ok"],
+        true
+    );
+    assert_eq!(
+        ask(&mut s, r#"{"op":"put","key":"var.newer","data":"x"}"#)["code"],
+        "full"
+    );
+}

@@ -37,6 +37,8 @@ pub enum Command {
     Get(GetArgs),
     /// Fills `{key}` fields of a template with values, in one round trip.
     Eval(EvalArgs),
+    /// Sets a var.NAME value that other clients get and watch.
+    Put(PutArgs),
     /// Every update of a value from the daemon, one per line.
     Watch(WatchArgs),
     /// The daemon's state.
@@ -460,6 +462,28 @@ pub struct GetArgs {
     /// List every key and what it means.
     #[arg(long)]
     pub list: bool,
+    /// Where to find the daemon.
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+/// `kernstat put`.
+#[derive(Clone, Debug, Args)]
+pub struct PutArgs {
+    /// The key: var.NAME (letters, digits, . _ -).
+    pub key: String,
+    /// The value: a string, or JSON with --json; omitted with --delete.
+    #[arg(required_unless_present = "delete")]
+    pub value: Option<String>,
+    /// The value is JSON (a number, object ...), not a string.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds until the value expires (default: until the daemon stops).
+    #[arg(long)]
+    pub ttl: Option<f64>,
+    /// Removes the key.
+    #[arg(long, conflicts_with_all = ["value", "json", "ttl"])]
+    pub delete: bool,
     /// Where to find the daemon.
     #[command(flatten)]
     pub socket: SocketArg,

@@ -17,7 +17,7 @@ use kernstat_daemon::{default_socket, Cache, Query, Reply, Session};
 use kernstat_model::{Model, ModelOptions, RawSample};
 use kernstat_render::fill;
 
-use crate::cli::{EvalArgs, Format, GetArgs, StatusArgs, WatchArgs};
+use crate::cli::{EvalArgs, Format, GetArgs, PutArgs, StatusArgs, WatchArgs};
 use crate::collect::{CollectOptions, Collector};
 use crate::format;
 
@@ -210,6 +210,44 @@ fn print_values(format: Format, keys: &[String], replies: &[Reply]) -> i32 {
         status = status.max(st);
     }
     status
+}
+
+/// `kernstat put`.
+pub fn put(args: &PutArgs) -> i32 {
+    let data: serde_json::Value = match (&args.value, args.json, args.delete) {
+        (_, _, true) => serde_json::Value::Null,
+        (Some(v), true, _) => match serde_json::from_str(v) {
+            Ok(j) => j,
+            Err(e) => return fail(format!("--json: {v:?} is not JSON: {e}")),
+        },
+        (Some(v), false, _) => serde_json::Value::String(v.clone()),
+        (None, _, _) => return fail("put needs a VALUE (or --delete)"),
+    };
+    let (sock, mut s) = match connect(args.socket.socket.as_deref()) {
+        Ok(c) => c,
+        Err(why) => return fail(format!("{why}; put needs a daemon (`kernstat daemon`)")),
+    };
+    let _ = s.set_timeout(Some(TIMEOUT));
+    let mut req = serde_json::json!({"op": "put", "key": args.key, "data": data});
+    if let Some(t) = args.ttl {
+        req["ttl_s"] = t.into();
+    }
+    let line = match serde_json::to_vec(&req)
+        .map_err(io::Error::from)
+        .and_then(|b| s.raw(&b).map(<[u8]>::to_vec))
+    {
+        Ok(l) => l,
+        Err(e) => return fail(format!("daemon at {}: {e}", sock.display())),
+    };
+    match serde_json::from_slice::<Reply>(&line) {
+        Ok(r) if r.ok => 0,
+        Ok(r) => fail(format!(
+            "{}: {}",
+            args.key,
+            r.error.as_deref().unwrap_or("refused")
+        )),
+        Err(e) => fail(format!("daemon at {}: {e}", sock.display())),
+    }
 }
 
 /// `kernstat eval`.

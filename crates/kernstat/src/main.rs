@@ -42,6 +42,7 @@ fn main() {
         cli::Command::Daemon(a) => daemon::run(a),
         cli::Command::Get(a) => Ok(client::get(a)),
         cli::Command::Eval(a) => Ok(client::eval(a)),
+        cli::Command::Put(a) => Ok(client::put(a)),
         cli::Command::Watch(a) => Ok(client::watch(a)),
         cli::Command::Status(a) => Ok(client::status(a)),
         cli::Command::Doctor(a) => doctor::run(a),

@@ -6,6 +6,7 @@ pub mod basic;
 pub mod context;
 pub mod git;
 pub mod network;
+pub mod puts;
 pub mod system;
 
 /// Every key the daemon can serve, with its meaning (the `list` op returns the ones
@@ -23,12 +24,18 @@ pub fn all_keys() -> impl Iterator<Item = (String, &'static str)> {
                 .map(|(k, h)| (k.to_string(), *h)),
         )
         .chain(context::all_keys())
+        .chain([(
+            "var.<name>".to_string(),
+            "a value a client set with put (at most 1,000, 16 KiB each, optional TTL)",
+        )])
 }
 
 /// Whether `key` is one the daemon can serve: a key, or a context provider's field or
 /// name.
 pub fn is_known(key: &str) -> bool {
-    context::lookup(key).is_some() || all_keys().any(|(k, _)| k == key)
+    context::lookup(key).is_some()
+        || key.starts_with(puts::PREFIX)
+        || all_keys().any(|(k, _)| k == key)
 }
 
 /// The fixed keys under `prefix.` (for a whole-provider request such as `git`), when

@@ -388,7 +388,12 @@ impl Contexts {
                         d.contexts.refresh(&d, k, false).await;
                     }
                 }
-                _ = tick.tick() => d.contexts.poll(&d).await,
+                _ = tick.tick() => {
+                    if d.puts.sweep(&d.cache) {
+                        d.notify(Event::System);
+                    }
+                    d.contexts.poll(&d).await
+                }
             }
         }
     }
