@@ -21,6 +21,7 @@ pub mod protocol;
 pub mod providers;
 pub mod runtime;
 pub mod server;
+pub mod settings;
 
 pub use cache::Cache;
 pub use client::{default_socket, Query, Reply, Session};

@@ -107,6 +107,9 @@ pub struct Daemon {
     pub(crate) contexts: Contexts,
     network: Network,
     pub(crate) puts: crate::providers::puts::Puts,
+    pub(crate) scripts: crate::providers::scripts::Scripts,
+    settings: std::sync::RwLock<Arc<crate::settings::Settings>>,
+    settings_watch: Mutex<Option<notify::RecommendedWatcher>>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -115,10 +118,6 @@ impl std::fmt::Debug for Daemon {
             .field("keys", &self.cache.len())
             .finish()
     }
-}
-
-fn known_key(key: &str) -> bool {
-    crate::providers::is_known(key)
 }
 
 impl Daemon {
@@ -137,9 +136,72 @@ impl Daemon {
             contexts: Contexts::default(),
             network: Network::default(),
             puts: Default::default(),
+            scripts: Default::default(),
+            settings: Default::default(),
+            settings_watch: Mutex::new(None),
         });
         basic::publish(&d.cache);
         d
+    }
+
+    /// The settings in force (the config file's).
+    pub fn settings(&self) -> Arc<crate::settings::Settings> {
+        self.settings.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Replaces the settings (a config file read and checked).
+    pub fn set_settings(&self, s: crate::settings::Settings) {
+        self.scripts.set_concurrency(s.scripts.concurrency);
+        if let Ok(mut g) = self.settings.write() {
+            *g = Arc::new(s);
+        }
+    }
+
+    /// Reloads `path` whenever it changes; a file that does not parse is reported on
+    /// stderr and the settings in force stay.
+    pub fn watch_settings(self: &Arc<Self>, path: std::path::PathBuf) -> notify::Result<()> {
+        use notify::Watcher;
+        let dir = path
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        let d = Arc::downgrade(self);
+        let file = path.clone();
+        let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            let Ok(ev) = res else { return };
+            if !ev.paths.contains(&file) || ev.kind.is_access() {
+                return;
+            }
+            let Some(d) = d.upgrade() else { return };
+            match crate::settings::Settings::load(&file) {
+                Ok(s) if *d.settings() == s => {}
+                Ok(s) => {
+                    eprintln!("kernstat daemon: config {} reloaded", file.display());
+                    d.set_settings(s);
+                    d.notify(Event::System);
+                }
+                Err(e) => eprintln!("kernstat daemon: config {e}; keeping the previous settings"),
+            }
+        })?;
+        // A directory that does not exist yet is not created (nor watched): a config
+        // written there later applies at the next start.
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        w.watch(&dir, notify::RecursiveMode::NonRecursive)?;
+        if let Ok(mut g) = self.settings_watch.lock() {
+            *g = Some(w);
+        }
+        Ok(())
+    }
+
+    /// Whether `key` is one this daemon can serve (a script's included).
+    fn known(&self, key: &str) -> bool {
+        crate::providers::is_known(key)
+            || self
+                .settings()
+                .script(key.split('.').next().unwrap_or(key))
+                .is_some()
     }
 
     /// What a `refresh` of system keys calls (the sampler's wake-up).
@@ -200,6 +262,7 @@ impl Daemon {
             "contexts": self.contexts.len(),
             "watched_dirs": self.contexts.watched_dirs(),
             "vars": self.puts.usage().0,
+            "scripts_started": self.scripts.started(),
         });
         serde_json::to_vec(&v).unwrap_or_default()
     }
@@ -249,6 +312,10 @@ impl Daemon {
 
     async fn value(self: &Arc<Self>, key: &str, ask: &Asking<'_>) -> Option<Arc<Entry>> {
         let path = ask.path;
+        let settings = self.settings();
+        if let Some(script) = settings.script(key.split('.').next().unwrap_or(key)) {
+            return self.scripts.get(self, script, key).await;
+        }
         if let Some((p, _)) = context::lookup(key) {
             if p.scope == Scope::Path && path.is_none() {
                 return None;
@@ -371,6 +438,11 @@ impl Daemon {
 
     async fn respond_get(self: &Arc<Self>, key: &str, ask: &Asking<'_>, out: &mut Vec<u8>) {
         let path = ask.path;
+        if let Some((p, _)) = context::lookup(key).filter(|(p, _)| self.settings().disabled(p.name))
+        {
+            let why = format!("{} is switched off in the config file", p.name);
+            return protocol::write_error(out, Code::NoData, &why);
+        }
         let needs_path = key.starts_with("git.")
             || key == "git"
             || context::lookup(key).is_some_and(|(p, _)| p.scope == Scope::Path);
@@ -387,7 +459,7 @@ impl Daemon {
             None if needs_path && path.is_none() => {
                 protocol::write_error(out, Code::BadRequest, &format!("{key} needs a path"))
             }
-            None if known_key(key) || !crate::providers::keys_under(key).is_empty() => {
+            None if self.known(key) || !crate::providers::keys_under(key).is_empty() => {
                 protocol::write_error(out, Code::NoData, &format!("no data for {key}"))
             }
             None => protocol::write_error(
@@ -635,7 +707,7 @@ async fn watch(
                     Err(_) => return Ok(()),
                 }
             }
-        } else if last.is_none() && !known_key(key) {
+        } else if last.is_none() && !d.known(key) {
             out.clear();
             protocol::write_error(&mut out, Code::UnknownKey, &format!("unknown key {key:?}"));
             return wr.write_all(&out).await;

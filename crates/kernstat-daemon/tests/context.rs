@@ -726,3 +726,132 @@ fn put_values_are_bounded_expire_and_reach_watchers() {
         "full"
     );
 }
+
+fn settings(text: &str) -> kernstat_daemon::settings::Settings {
+    kernstat_daemon::settings::Settings::parse(text).unwrap()
+}
+
+#[test]
+fn script_providers_formats_failures_and_limits() {
+    let d = start_with(
+        Config {
+            idle_after: Duration::from_millis(1500),
+            ..Config::default()
+        },
+        0o700,
+        0o600,
+    );
+    let t = tempfile::tempdir().unwrap();
+    let log = t.path().join("log");
+    let mut text = String::from(
+        "[scripts]\nconcurrency = 4\n\n\
+         [[script]]\nname = \"hello\"\ncommand = [\"echo\", \"hi there\"]\n\n\
+         [[script]]\nname = \"kv\"\ncommand = [\"printf 'temp=21\\\\nwind=3\\\\n'\"]\nshell = true\nformat = \"kv\"\n\n\
+         [[script]]\nname = \"js\"\ncommand = [\"echo '{\\\"up\\\": true, \\\"n\\\": 2}'\"]\nshell = true\nformat = \"json\"\n\n\
+         [[script]]\nname = \"hang\"\ncommand = [\"sleep 30 & sleep 30\"]\nshell = true\ntimeout_secs = 2\n\n\
+         [[script]]\nname = \"big\"\ncommand = [\"head -c 100000000 /dev/zero | tr '\\\\0' x\"]\nshell = true\nmax_bytes = 1000\n",
+    );
+
+    for i in 0..100 {
+        text.push_str(&format!(
+            "\n[[script]]\nname = \"s{i}\"\ncommand = [\"echo + >> {log}; sleep 0.05; echo - >> {log}; echo {i}\"]\nshell = true\n",
+            log = log.display()
+        ));
+    }
+    d.daemon.set_settings(settings(&text));
+    let mut s = session(&d);
+    let get = |s: &mut Session, key: &str| ask(s, &format!(r#"{{"op":"get","key":"{key}"}}"#));
+    assert_eq!(get(&mut s, "hello")["data"], "hi there");
+    assert_eq!(get(&mut s, "kv.wind")["data"], "3");
+    assert_eq!(
+        get(&mut s, "kv")["data"],
+        json!({"temp": "21", "wind": "3"})
+    );
+    assert_eq!(get(&mut s, "js.up")["data"], true);
+    // A script that hangs: its key fails at the timeout; others answer meanwhile.
+    let hang = std::thread::spawn({
+        let sock = d.sock.clone();
+        move || {
+            let mut s = Session::connect(&sock).unwrap();
+            s.set_timeout(Some(Duration::from_secs(20))).unwrap();
+            ask(&mut s, r#"{"op":"get","key":"hang"}"#)
+        }
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(get(&mut s, "load.one")["data"], 0.42);
+    assert_eq!(get(&mut s, "hello")["data"], "hi there");
+    assert!(
+        !hang.is_finished(),
+        "the hanging script is still being waited for"
+    );
+    let v = hang.join().unwrap();
+    assert_eq!(v["code"], "failed", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("timed out"), "{v}");
+    // 100 MB of output: cut at the cap.
+    let v = get(&mut s, "big");
+    assert_eq!(v["data"].as_str().unwrap().len(), 1000, "{v}");
+    // 100 script keys asked at once: never more than 4 running.
+    let askers: Vec<_> = (0..100)
+        .map(|i| {
+            let sock = d.sock.clone();
+            std::thread::spawn(move || {
+                let mut s = Session::connect(&sock).unwrap();
+                s.set_timeout(Some(Duration::from_secs(60))).unwrap();
+                ask(&mut s, &format!(r#"{{"op":"get","key":"s{i}"}}"#))["data"].clone()
+            })
+        })
+        .collect();
+    for (i, a) in askers.into_iter().enumerate() {
+        assert_eq!(a.join().unwrap(), i.to_string());
+    }
+    let (mut running, mut most) = (0i32, 0i32);
+    for line in std::fs::read_to_string(&log).unwrap().lines() {
+        running += if line == "+" { 1 } else { -1 };
+        most = most.max(running);
+    }
+    assert!(
+        (2..=4).contains(&most),
+        "at most 4 at once, and they did overlap: {most}"
+    );
+    // Only while someone asks: forgotten after the idle time, keys and all.
+    let started = ask(&mut s, r#"{"op":"status"}"#)["data"]["scripts_started"]
+        .as_u64()
+        .unwrap();
+    assert!(started >= 105, "{started}");
+    wait_for("idle scripts forgotten", || {
+        let keys = ask(&mut s, r#"{"op":"list"}"#);
+        !keys["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k == "hello")
+    });
+}
+
+#[test]
+fn the_config_file_is_reloaded_and_a_broken_edit_keeps_the_old_one() {
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("config.toml");
+    std::fs::write(&file, "[providers]\ndisabled = [\"aws\"]\n").unwrap();
+    let d = start();
+    d.daemon
+        .set_settings(kernstat_daemon::settings::Settings::load(&file).unwrap());
+    d.daemon.watch_settings(file.clone()).unwrap();
+    let mut s = session(&d);
+    let v = get(&mut s, "aws.profile", None, &[("AWS_PROFILE", "dev")]);
+    assert!(v["error"].as_str().unwrap().contains("switched off"), "{v}");
+    // An edit that adds a script and turns aws back on.
+    std::fs::write(
+        &file,
+        "[[script]]\nname = \"hi\"\ncommand = [\"echo\", \"1\"]\n",
+    )
+    .unwrap();
+    wait_for("the new settings", || {
+        get(&mut s, "aws.profile", None, &[("AWS_PROFILE", "dev")])["data"] == "dev"
+    });
+    assert_eq!(ask(&mut s, r#"{"op":"get","key":"hi"}"#)["data"], "1");
+    // A broken edit: reported (on stderr), the previous settings stay.
+    std::fs::write(&file, "[[script]]\nname = \"hi\"\ncomand = [\"echo\"]\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(ask(&mut s, r#"{"op":"get","key":"hi"}"#)["data"], "1");
+}

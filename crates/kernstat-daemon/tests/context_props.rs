@@ -94,3 +94,29 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The config file: any text parses or is refused with a message, never a panic.
+    #[test]
+    fn any_config_text_parses_or_is_refused(
+        text in prop_oneof![
+            ".{0,300}",
+            proptest::collection::vec(prop_oneof![
+                Just("[providers]\n".to_string()),
+                Just("disabled = [\"sudo\"]\n".to_string()),
+                Just("[[script]]\n".to_string()),
+                Just("name = \"x\"\n".to_string()),
+                Just("command = [\"true\"]\n".to_string()),
+                Just("timeout_secs = ".to_string()),
+                Just("max_bytes = ".to_string()),
+                "-?[0-9]{0,20}(\\.[0-9]{0,5})?\n",
+                "[a-z_ =\"\\[\\]\n]{0,20}",
+            ], 0..20).prop_map(|v| v.concat()),
+        ]
+    ) {
+        match kernstat_daemon::settings::Settings::parse(&text) {
+            Ok(s) => prop_assert!(s.scripts.concurrency >= 1),
+            Err(e) => prop_assert!(!e.is_empty()),
+        }
+    }
+}

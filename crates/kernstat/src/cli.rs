@@ -371,6 +371,11 @@ pub struct DaemonArgs {
     /// capabilities; the socket admits every local user (or those in --allow).
     #[arg(long)]
     pub system: bool,
+    /// The config file (default: $XDG_CONFIG_HOME/kernstat/config.toml): context
+    /// providers switched off or polled at other intervals, script providers. Reloaded
+    /// when it changes; an edit that does not parse is reported and ignored.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// The user a system daemon switches to.
     #[arg(long, default_value = "nobody", requires = "system")]
     pub user: String,

@@ -117,6 +117,28 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
             return Ok(2);
         }
     }
+    // The config file: a mistake is one sentence naming the line, and exit 2.
+    let config_path = args
+        .config
+        .clone()
+        .or_else(kernstat_daemon::settings::default_path);
+    let settings = match config_path
+        .as_deref()
+        .map(kernstat_daemon::settings::Settings::load)
+    {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => {
+            eprintln!("kernstat daemon: config {e}");
+            return Ok(2);
+        }
+        None => Default::default(),
+    };
+    if args.system && !settings.script.is_empty() {
+        eprintln!(
+            "kernstat daemon: config: script providers run only in a user daemon (the system daemon may not start processes)"
+        );
+        return Ok(2);
+    }
     // Link, address and route announcements: subscribed while socket() and bind() are
     // still allowed (a system daemon's seccomp filter has neither). Without them the
     // network keys follow the samples only.
@@ -176,6 +198,15 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         ..Config::default()
     };
     let daemon = Daemon::new(config);
+    daemon.set_settings(settings);
+    if let Some(p) = config_path {
+        if let Err(e) = daemon.watch_settings(p.clone()) {
+            eprintln!(
+                "kernstat daemon: config {}: not watched ({e}); restart to apply changes",
+                p.display()
+            );
+        }
+    }
     if let Some(ev) = network_events {
         daemon
             .watch_network(ev)

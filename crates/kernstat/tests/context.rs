@@ -333,3 +333,31 @@ fn a_daemon_of_another_user_reads_only_what_the_asker_may() {
     );
     assert_eq!(out(&o), "secret-ctx\n", "{o:?}");
 }
+
+#[test]
+fn a_config_typo_is_one_sentence_naming_the_line() {
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("config.toml");
+    std::fs::write(
+        &file,
+        "[providers]\ndisabled = [\"sudo\"]\n\n[[script]]\nname = \"w\"\ncomand = [\"true\"]\n",
+    )
+    .unwrap();
+    let sock = t.path().join("sock");
+    let o = command()
+        .args([
+            "daemon",
+            "--no-bpf",
+            "--config",
+            file.to_str().unwrap(),
+            "--socket",
+            sock.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("kernstat daemon: config "), "{err}");
+    assert!(err.contains("line 6") && err.contains("comand"), "{err}");
+    assert!(!sock.exists(), "nothing was bound");
+}

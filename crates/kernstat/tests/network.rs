@@ -38,6 +38,7 @@ impl NsDaemon {
         );
         let child = Command::new("unshare")
             .args(["--net", "--mount", "sh", "-c", &script])
+            .env("XDG_CONFIG_HOME", dir.path())
             .stdin(Stdio::null())
             .spawn()
             .unwrap();

@@ -7,6 +7,7 @@ pub mod context;
 pub mod git;
 pub mod network;
 pub mod puts;
+pub mod scripts;
 pub mod system;
 
 /// Every key the daemon can serve, with its meaning (the `list` op returns the ones

@@ -31,14 +31,21 @@ pub fn private_runtime_dir() -> &'static Path {
 }
 
 /// kernstat, isolated from whatever the user runs on this machine: a private runtime
-/// directory (bar locks, the user daemon's socket) and a pin directory where no pin is
-/// (so a user's `kernstat ps --pin` does not change what the tests read).
+/// directory (bar locks, the user daemon's socket), a pin directory where no pin is (so a
+/// user's `kernstat ps --pin` does not change what the tests read), and a config
+/// directory where no config file is.
 pub fn command() -> Command {
     let mut c = Command::new(kernstat());
-    c.env("XDG_RUNTIME_DIR", private_runtime_dir()).env(
-        "KERNSTAT_PIN_DIR",
-        private_runtime_dir().join("no-pin-here"),
-    );
+    c.env("XDG_RUNTIME_DIR", private_runtime_dir())
+        .env(
+            "KERNSTAT_PIN_DIR",
+            private_runtime_dir().join("no-pin-here"),
+        )
+        // No config file of the user's (a daemon reads $XDG_CONFIG_HOME/kernstat/).
+        .env(
+            "XDG_CONFIG_HOME",
+            private_runtime_dir().join("no-config-here"),
+        );
     c
 }
 

@@ -304,7 +304,8 @@ impl Contexts {
                 changed = true;
             } else {
                 s.failures = 0;
-                s.next_read = now + reading.expires.map_or(POLL, |e| e.min(POLL));
+                let poll = d.settings().interval(p.name).unwrap_or(POLL);
+                s.next_read = now + reading.expires.map_or(poll, |e| e.min(poll));
                 let vals = values(p, &reading);
                 let whole = vals.last().map(|(_, v)| v.clone());
                 if whole != s.last {
@@ -392,6 +393,7 @@ impl Contexts {
                     if d.puts.sweep(&d.cache) {
                         d.notify(Event::System);
                     }
+                    d.scripts.tick(&d).await;
                     d.contexts.poll(&d).await
                 }
             }
