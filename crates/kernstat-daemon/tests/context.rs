@@ -855,3 +855,30 @@ fn the_config_file_is_reloaded_and_a_broken_edit_keeps_the_old_one() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(ask(&mut s, r#"{"op":"get","key":"hi"}"#)["data"], "1");
 }
+
+#[test]
+fn talos_context_from_talosconfig() {
+    let home = tempfile::tempdir().unwrap();
+    // As talosctl writes it (`talosctl config merge`, `config context`): the active
+    // context at the top, each context's endpoints and keys below.
+    write(
+        &home.path().join(".talos/config"),
+        "context: prod\ncontexts:\n    prod:\n        endpoints:\n            - 10.0.0.2\n        nodes:\n            - 10.0.0.3\n        ca: LS0t\n    lab:\n        endpoints:\n            - 10.1.0.2\n",
+    );
+    let hs = home.path().to_str().unwrap();
+    let d = start();
+    let mut s = session(&d);
+    assert_eq!(
+        *data(&get(&mut s, "talos.context", None, &[("HOME", hs)])),
+        "prod"
+    );
+    let other = home.path().join("other");
+    write(&other, "context: lab\ncontexts: {}\n");
+    let v = get(
+        &mut s,
+        "talos.context",
+        None,
+        &[("TALOSCONFIG", other.to_str().unwrap())],
+    );
+    assert_eq!(*data(&v), "lab");
+}

@@ -15,6 +15,7 @@ fn field(b: &[libc::c_char]) -> String {
 /// Every key this provider publishes.
 pub const BASIC_KEYS: &[(&str, &str)] = &[
     ("hostname.name", "host name"),
+    ("hostname.short", "host name up to the first dot"),
     ("user.name", "the daemon's user"),
     ("user.uid", "the daemon's uid"),
     ("uname.sysname", "kernel name (Linux)"),
@@ -22,6 +23,12 @@ pub const BASIC_KEYS: &[(&str, &str)] = &[
     ("uname.version", "kernel build version"),
     ("uname.machine", "hardware name (x86_64)"),
     ("uptime.seconds", "seconds since boot"),
+    ("uptime.days", "whole days since boot"),
+    ("uptime.hours", "hours since boot, after the days (0-23)"),
+    (
+        "uptime.minutes",
+        "minutes since boot, after the hours (0-59)",
+    ),
 ];
 
 fn put_str(cache: &Cache, key: &str, v: &str) {
@@ -57,12 +64,30 @@ pub fn refresh(cache: &Cache) {
     // SAFETY: uname writes into the struct we pass.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     if unsafe { libc::uname(&mut u) } == 0 {
-        put_str(cache, "hostname.name", &field(&u.nodename));
+        let host = field(&u.nodename);
+        put_str(
+            cache,
+            "hostname.short",
+            host.split('.').next().unwrap_or(&host),
+        );
+        put_str(cache, "hostname.name", &host);
     }
     // SAFETY: sysinfo writes into the struct we pass.
     let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
     if unsafe { libc::sysinfo(&mut si) } == 0 {
-        cache.put("uptime.seconds", None, si.uptime.to_string().into_bytes());
+        let up = si.uptime.max(0) as u64;
+        cache.put("uptime.seconds", None, up.to_string().into_bytes());
+        cache.put("uptime.days", None, (up / 86_400).to_string().into_bytes());
+        cache.put(
+            "uptime.hours",
+            None,
+            (up / 3600 % 24).to_string().into_bytes(),
+        );
+        cache.put(
+            "uptime.minutes",
+            None,
+            (up / 60 % 60).to_string().into_bytes(),
+        );
     }
 }
 
@@ -95,5 +120,13 @@ mod tests {
             .parse()
             .unwrap();
         assert!((up as f64 - proc_up).abs() <= 2.0);
+        let n = |k: &str| -> u64 { serde_json::from_slice(&c.get(k, None).unwrap().json).unwrap() };
+        assert_eq!(
+            n("uptime.days") * 86_400 + n("uptime.hours") * 3600 + n("uptime.minutes") * 60,
+            up / 60 * 60
+        );
+        let short: String =
+            serde_json::from_slice(&c.get("hostname.short", None).unwrap().json).unwrap();
+        assert_eq!(short, want.trim().split('.').next().unwrap());
     }
 }

@@ -23,6 +23,7 @@ pub mod mise;
 pub mod python;
 pub mod schedule;
 pub mod sudo;
+pub mod talos;
 pub mod terraform;
 
 use std::collections::BTreeMap;
@@ -270,6 +271,7 @@ pub struct Provider {
 /// Every context provider.
 pub static PROVIDERS: &[&Provider] = &[
     &kube::PROVIDER,
+    &talos::PROVIDER,
     &gcloud::PROVIDER,
     &aws::PROVIDER,
     &conda::PROVIDER,
