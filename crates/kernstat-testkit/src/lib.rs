@@ -376,6 +376,18 @@ pub fn proc_io(pid: u32) -> (u64, u64) {
 
 /// /proc/stat's machine-wide busy time (user+nice+system+irq+softirq+steal), ns.
 pub fn proc_stat_busy_ns() -> u64 {
+    proc_stat_ns(&[0, 1, 2, 5, 6, 7])
+}
+
+/// /proc/stat's time spent running tasks (user, nice, system), nanoseconds, all CPUs:
+/// without irq, softirq and steal, which no task owns (a kernel with
+/// IRQ_TIME_ACCOUNTING and paravirtual steal accounting leaves them out of every task's
+/// run time, so a sum of tasks' times can be short of `proc_stat_busy_ns` by them).
+pub fn proc_stat_task_ns() -> u64 {
+    proc_stat_ns(&[0, 1, 2])
+}
+
+fn proc_stat_ns(columns: &[usize]) -> u64 {
     let s = std::fs::read_to_string("/proc/stat").expect("read /proc/stat");
     let line = s.lines().next().expect("cpu line");
     let v: Vec<u64> = line
@@ -383,10 +395,10 @@ pub fn proc_stat_busy_ns() -> u64 {
         .skip(1)
         .map(|x| x.parse().unwrap())
         .collect();
-    let busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    let ticks: u64 = columns.iter().map(|&i| v[i]).sum();
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-    busy * 1_000_000_000 / hz
+    ticks * 1_000_000_000 / hz
 }
 
 /// Online CPUs.

@@ -258,11 +258,13 @@ fn busy_percent_against_proc_stat(src: &[&str]) {
     let mut args = vec!["--interval", "2"];
     args.extend_from_slice(src);
     let before = proc_stat_busy_ns();
+    let tasks_before = kernstat_testkit::proc_stat_task_ns();
     let worker_before = kernstat_testkit::proc_cpu_ns(worker);
     let t0 = std::time::Instant::now();
     let v = snapshot(&args);
     let span = t0.elapsed().as_secs_f64();
     let after = proc_stat_busy_ns();
+    let tasks_after = kernstat_testkit::proc_stat_task_ns();
     let worker_after = kernstat_testkit::proc_cpu_ns(worker);
     kernstat_testkit::terminate(&mut load);
     // kernstat's 2 s window lies inside the span /proc was read over, so what it saw is
@@ -276,7 +278,11 @@ fn busy_percent_against_proc_stat(src: &[&str]) {
         (lo - 3.0, hi + 3.0)
     };
     let ours = v["cpu_percent"].as_f64().unwrap();
-    let (lo, hi) = bounds((after - before) as f64 / 1e9, n);
+    // The BPF figure is the tasks' run time; /proc's busy adds irq, softirq and steal,
+    // which no task owns and which grow on a loaded shared VM (65.3 % against 68.4 %
+    // once in CI): the lower bound is the tasks' share, the upper one everything busy.
+    let (_, hi) = bounds((after - before) as f64 / 1e9, n);
+    let (lo, _) = bounds((tasks_after - tasks_before) as f64 / 1e9, n);
     assert!(
         (lo..=hi).contains(&ours),
         "{src:?}: machine {ours:.1}%, /proc/stat allows {lo:.1}..{hi:.1}% (span {span:.2} s)"
