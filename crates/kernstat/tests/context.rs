@@ -235,15 +235,17 @@ fn sudo_active_follows_sudo_v_and_sudo_k() {
     let d = DaemonProc::start(&["--no-bpf", "--system", "--user", "root"]);
     let sock = d.sock.to_str().unwrap();
     let ks = kernstat().to_str().unwrap();
-    // One shell: before, after `sudo -v`, after `sudo -k` (until the change is read).
+    // One shell: before, after `sudo -v`, after `sudo -k` — at once (sudo keys are read
+    // afresh on every request) — and from a command substitution's subshell.
     let script = format!(
         "get() {{ {ks} get sudo.active --socket {sock}; }}\n\
          get\n\
          echo ks-Secret-42 | sudo -S -v 2>/dev/null || echo sudo-failed\n\
          get\n\
          {ks} get sudo.expires_in_s --socket {sock}\n\
+         v=$(get)\n\
+         echo \"$v\"\n\
          sudo -k\n\
-         i=0; while [ \"$(get)\" != false ] && [ $i -lt 500 ]; do i=$((i+1)); sleep 0.02; done\n\
          get\n"
     );
     let o = Command::new("setpriv")
@@ -261,7 +263,7 @@ fn sudo_active_follows_sudo_v_and_sudo_k() {
         .unwrap();
     let text = out(&o);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 4, "{o:?}");
+    assert_eq!(lines.len(), 5, "{o:?}");
     assert_eq!(lines[0], "false", "{o:?}");
     assert_eq!(lines[1], "true", "{o:?}");
     let left: u64 = lines[2].parse().unwrap();
@@ -269,13 +271,31 @@ fn sudo_active_follows_sudo_v_and_sudo_k() {
         (1..=900).contains(&left),
         "sudo's default 15 minutes: {left}"
     );
-    assert_eq!(lines[3], "false", "{o:?}");
-    // Credentials belong to the shell that authenticated (its pid and start time, as
-    // sudo records them): a shell started from it has none.
-    let script = format!(
-        "echo ks-Secret-42 | sudo -S -v 2>/dev/null; {ks} get sudo.active --socket {sock}; sh -c '{ks} get sudo.active --socket {sock}; true'"
+    assert_eq!(
+        lines[3], "true",
+        "from $(...), a subshell of the shell: {o:?}"
     );
-    let o = Command::new("setpriv")
+    assert_eq!(lines[4], "false", "right after sudo -k: {o:?}");
+    // Credentials belong to the shell that authenticated (its pid and start time, as
+    // sudo records them): the same user asking from elsewhere, while they are valid,
+    // has none.
+    let as_user = |args: &[&str]| {
+        Command::new("setpriv")
+            .args([
+                "--reuid",
+                &user.name,
+                "--regid",
+                &user.name,
+                "--init-groups",
+            ])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let script = format!(
+        "echo ks-Secret-42 | sudo -S -v 2>/dev/null; {ks} get sudo.active --socket {sock}; sleep 2"
+    );
+    let mut shell = Command::new("setpriv")
         .args([
             "--reuid",
             &user.name,
@@ -286,9 +306,19 @@ fn sudo_active_follows_sudo_v_and_sudo_k() {
             "-c",
             &script,
         ])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    assert_eq!(out(&o), "true\nfalse\n", "{o:?}");
+    let mut first = String::new();
+    {
+        use std::io::BufRead;
+        let mut r = std::io::BufReader::new(shell.stdout.take().unwrap());
+        r.read_line(&mut first).unwrap();
+    }
+    assert_eq!(first, "true\n");
+    let o = as_user(&[ks, "get", "sudo.active", "--socket", sock]);
+    assert_eq!(out(&o), "false\n", "{o:?}");
+    let _ = shell.wait();
 }
 
 #[test]

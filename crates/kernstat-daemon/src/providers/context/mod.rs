@@ -75,6 +75,9 @@ pub struct Client {
     pub pid: i32,
     /// Its parent (the shell, for `kernstat get` run from a prompt).
     pub ppid: Option<i32>,
+    /// Its grandparent (the shell, for `$(kernstat get ...)`: a command substitution
+    /// runs it from a subshell).
+    pub gppid: Option<i32>,
     /// Its session.
     pub sid: Option<i32>,
     /// Its controlling terminal's device number, as /proc/PID/stat's tty_nr.
@@ -84,30 +87,41 @@ pub struct Client {
 impl Client {
     /// Describes process `pid` of user `uid` from /proc/PID/stat.
     pub fn of(uid: u32, pid: i32) -> Client {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let rest = stat
-            .rfind(')')
-            .map_or("", |i| stat.get(i + 2..).unwrap_or(""));
-        let mut f = rest.split(' ');
-        let (_state, ppid, _pgrp, sid, tty) = (f.next(), f.next(), f.next(), f.next(), f.next());
-        let num = |s: Option<&str>| s.and_then(|s| s.parse::<i64>().ok()).filter(|v| *v > 0);
+        // /proc/PID/stat after the command name: state ppid pgrp session tty_nr ...
+        let fields = |pid: i32| -> Vec<i64> {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let rest = stat
+                .rfind(')')
+                .map_or("", |i| stat.get(i + 2..).unwrap_or(""));
+            rest.split(' ')
+                .skip(1)
+                .take(4)
+                .map(|f| f.parse::<i64>().unwrap_or(0))
+                .collect()
+        };
+        let at = |v: &[i64], i: usize| v.get(i).copied().filter(|x| *x > 0);
+        let me = fields(pid);
+        let ppid = at(&me, 0).map(|v| v as i32);
+        let gppid = ppid.and_then(|p| at(&fields(p), 0)).map(|v| v as i32);
         Client {
             uid,
             pid,
-            ppid: num(ppid).map(|v| v as i32),
-            sid: num(sid).map(|v| v as i32),
-            tty: num(tty).map(|v| v as u64),
+            ppid,
+            gppid,
+            sid: at(&me, 2).map(|v| v as i32),
+            tty: at(&me, 3).map(|v| v as u64),
         }
     }
 
     /// What distinguishes its answers (not the pid: every `kernstat get` has a new one).
     fn scope(&self) -> String {
         format!(
-            "{}:{}:{}:{}",
+            "{}:{}:{}:{}:{}",
             self.uid,
             self.sid.unwrap_or(0),
             self.tty.unwrap_or(0),
-            self.ppid.unwrap_or(0)
+            self.ppid.unwrap_or(0),
+            self.gppid.unwrap_or(0)
         )
     }
 }

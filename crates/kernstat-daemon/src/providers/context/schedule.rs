@@ -193,7 +193,9 @@ impl Contexts {
                 None => (false, false),
             }
         };
-        if dirty {
+        // A per-client answer (sudo's credentials) is read afresh every time: a file
+        // of a few hundred bytes, and no window in which `sudo -k` has not been seen yet.
+        if dirty || (known && p.per_client) {
             self.refresh(d, (p.name, Arc::from(scope)), true).await;
         }
         if known {

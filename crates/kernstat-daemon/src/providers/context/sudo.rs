@@ -3,7 +3,8 @@
 //! file, `/run/sudo/ts/USER`, the way sudo matches it (plugins/sudoers/timestamp.c):
 //! records of `struct timestamp_entry` (version 2, 56 bytes on 64-bit Linux), a
 //! tty record matching the shell's terminal and its session leader's start time, a
-//! ppid record matching the shell (the asking process or its parent) and its start time,
+//! ppid record matching the shell (the asking process, its parent, or its grandparent for
+//! a `$(kernstat get ...)` run from a subshell) and its start time,
 //! or a global record; not disabled (`sudo -k`); and younger than `timestamp_timeout`
 //! (sudoers `Defaults`, else sudo's default 15 minutes) on CLOCK_MONOTONIC, sudo's clock.
 //!
@@ -170,7 +171,7 @@ pub fn remaining(
         .filter(|r| match r.kind {
             TS_GLOBAL => true,
             TS_TTY => client.tty.is_some_and(|t| t == r.u) && sid_start == Some(r.start),
-            TS_PPID => [Some(client.pid), client.ppid]
+            TS_PPID => [Some(client.pid), client.ppid, client.gppid]
                 .into_iter()
                 .flatten()
                 .any(|p| p as u64 == r.u && start_time(p) == Some(r.start)),
@@ -252,6 +253,7 @@ mod tests {
             uid: 1001,
             pid: me,
             ppid: None,
+            gppid: None,
             sid: None,
             tty: None,
         };
