@@ -212,10 +212,18 @@ impl Settings {
 
     /// Reads and parses `path`; a missing file is the default settings.
     pub fn load(path: &Path) -> Result<Settings, String> {
+        Settings::load_or_why(path).map_err(|(_, e)| e)
+    }
+
+    /// As [`Settings::load`], with the I/O error's kind when the file could not be read
+    /// at all (None: it was read and is wrong).
+    pub fn load_or_why(path: &Path) -> Result<Settings, (Option<std::io::ErrorKind>, String)> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Settings::parse(&text).map_err(|e| format!("{}: {e}", path.display())),
+            Ok(text) => {
+                Settings::parse(&text).map_err(|e| (None, format!("{}: {e}", path.display())))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(e) => Err((Some(e.kind()), format!("{}: {e}", path.display()))),
         }
     }
 

@@ -124,10 +124,20 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         .or_else(kernstat_daemon::settings::default_path);
     let settings = match config_path
         .as_deref()
-        .map(kernstat_daemon::settings::Settings::load)
+        .map(kernstat_daemon::settings::Settings::load_or_why)
     {
         Some(Ok(s)) => s,
-        Some(Err(e)) => {
+        // The default place not ours to read (a HOME that is another user's): not this
+        // user's config, the defaults apply. Another I/O error there is said and the
+        // defaults apply; a file named with --config, or one that is wrong, is fatal.
+        Some(Err((Some(std::io::ErrorKind::PermissionDenied), _))) if args.config.is_none() => {
+            Default::default()
+        }
+        Some(Err((Some(_), e))) if args.config.is_none() => {
+            eprintln!("kernstat daemon: config {e}; using the defaults");
+            Default::default()
+        }
+        Some(Err((_, e))) => {
             eprintln!("kernstat daemon: config {e}");
             return Ok(2);
         }
