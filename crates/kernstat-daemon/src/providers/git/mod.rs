@@ -768,8 +768,10 @@ mod tests {
         assert_eq!(read(d.path()).unwrap_err().kind(), io::ErrorKind::NotFound);
     }
 
-    fn git(dir: &Path, args: &[&str]) {
-        let st = std::process::Command::new("git")
+    /// Runs git in `dir` with a fixed identity; its stdout. A failure fails the test,
+    /// except for merge and rebase, which stop on purpose in some tests.
+    pub(super) fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
             .args([
                 "-c",
                 "user.name=t",
@@ -780,10 +782,15 @@ mod tests {
             ])
             .args(args)
             .current_dir(dir)
-            .stdout(std::process::Stdio::null())
-            .status()
+            .env("GIT_EDITOR", "true")
+            .output()
             .expect("run git");
-        assert!(st.success(), "git {args:?}");
+        assert!(
+            out.status.success() || matches!(args[0], "merge" | "rebase"),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
     fn git_out(dir: &Path, args: &[&str]) -> String {
@@ -866,30 +873,8 @@ mod tests {
 
 #[cfg(test)]
 mod extras {
+    use super::tests::git;
     use super::*;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@example.org",
-                "-c",
-                "init.defaultBranch=main",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_EDITOR", "true")
-            .output()
-            .expect("run git");
-        assert!(
-            out.status.success() || args[0] == "merge" || args[0] == "rebase",
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
 
     /// (added, removed) summed over `git diff --numstat` lines.
     fn numstat(out: &str) -> (u64, u64) {
