@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers (default: all). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm (default: all). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -383,6 +383,24 @@ section_providers() {
   (cd bench/providers && cargo build --release -q && ./target/release/kernstat-bench-providers 3000)
 }
 
+# `kernstat get` answered from the shared-memory snapshot and, with the file moved
+# away, from the socket: whole process, hyperfine, pinned to CPU 0, alternating.
+section_shm() {
+  echo "== kernstat get: snapshot vs socket"
+  local dir; dir=$(mktemp -d)
+  $K daemon --no-bpf --socket "$dir/sock" 2>/dev/null &
+  local p=$!
+  while [ ! -e "$dir/snapshot" ]; do sleep 0.1; done
+  for mode in shm socket shm socket; do
+    [ $mode = socket ] && mv "$dir/snapshot" "$dir/off"
+    echo "-- $mode"
+    taskset -c 0 hyperfine -N -w 50 -r 1000 "$K get uname.release --socket $dir/sock" | grep "Time (mean"
+    [ $mode = socket ] && mv "$dir/off" "$dir/snapshot"
+  done
+  kill -TERM $p; wait $p 2>/dev/null || true
+  rm -rf "$dir"
+}
+
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm)
 for s in "${sections[@]}"; do "section_$s"; done

@@ -196,6 +196,22 @@ impl Cache {
         v
     }
 
+    /// Calls `f` with every entry: its key, its path or scope (None for global keys).
+    pub fn visit(&self, mut f: impl FnMut(&str, Option<&str>, &Arc<Entry>)) {
+        if let Ok(g) = self.global.read() {
+            for (k, e) in g.iter() {
+                f(k, None, e);
+            }
+        }
+        if let Ok(s) = self.scoped.read() {
+            for (k, m) in s.iter() {
+                for (p, e) in m.iter() {
+                    f(k, Some(p), e);
+                }
+            }
+        }
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         let g = self.global.read().map(|g| g.len()).unwrap_or(0);

@@ -68,6 +68,10 @@ pub struct Reply {
     /// Machine-readable error code (no_data, unknown_key, bad_request, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Who answered, filled in by `kernstat get`: `shm` (the shared-memory snapshot),
+    /// `socket` (the daemon), `direct` (computed without a daemon).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
 }
 
 impl Reply {

@@ -22,6 +22,7 @@ pub mod providers;
 pub mod runtime;
 pub mod server;
 pub mod settings;
+pub mod shm;
 
 pub use cache::Cache;
 pub use client::{default_socket, Query, Reply, Session};

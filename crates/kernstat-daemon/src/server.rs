@@ -280,6 +280,11 @@ impl Daemon {
         &self.config
     }
 
+    /// A receiver of every change from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
     /// Wakes the watchers of what changed.
     pub(crate) fn notify(&self, ev: Event) {
         let _ = self.events.send(ev);

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use kernstat_daemon::providers::context::{self, Client, Env};
 use kernstat_daemon::providers::{self, basic, git, system};
-use kernstat_daemon::{default_socket, Cache, Query, Reply, Session};
+use kernstat_daemon::{default_socket, shm, Cache, Query, Reply, Session};
 use kernstat_model::{Model, ModelOptions, RawSample};
 use kernstat_render::fill;
 
@@ -110,8 +110,43 @@ fn print_reply(key: &str, reply: &Reply, json: bool) -> i32 {
     status
 }
 
-/// Asks for every key in one connection (pipelined), or computes them here when no
-/// daemon runs. The replies in the order of `keys`.
+/// The stored key of `key` in the daemon's snapshot (None: not kept there, or answered
+/// per asking process): per-path keys by path, context keys by their scope.
+fn snapshot_key(key: &str, path: Option<&str>, env: &BTreeMap<String, String>) -> Option<String> {
+    if let Some((p, _)) = context::lookup(key) {
+        if p.per_client {
+            return None;
+        }
+        let scope = context::scope_id(p, path, &Env::Given(env.clone()), None, None);
+        return Some(shm::stored_key(key, Some(&scope)));
+    }
+    Some(shm::stored_key(key, path))
+}
+
+/// A reply made from a snapshot's value.
+fn stored_reply(key: &str, v: shm::Stored, interval_ms: u32) -> Reply {
+    let age_ms = shm::now_ns().saturating_sub(v.updated_ns) / 1_000_000;
+    if v.error {
+        return Reply {
+            ok: false,
+            code: Some("failed".into()),
+            error: Some(format!("{key}: {}", String::from_utf8_lossy(&v.bytes))),
+            ..Reply::default()
+        };
+    }
+    let mut r = value_reply(&v.bytes);
+    if r.ok {
+        // As the daemon judges it: system keys older than 3 intervals and a second.
+        let system = system::metric_of(key).is_some();
+        r.age_ms = Some(age_ms);
+        r.stale = Some(system && age_ms > 3 * u64::from(interval_ms) + 1000);
+    }
+    r
+}
+
+/// Answers every key: from the daemon's shared-memory snapshot where it has the key
+/// (no socket, no system call once mapped), the rest over one connection (pipelined),
+/// or computed here when no daemon runs.
 fn fetch(keys: &[String], path: Option<&Path>, socket: Option<&Path>) -> Result<Vec<Reply>, i32> {
     let mut paths = Vec::with_capacity(keys.len());
     for k in keys {
@@ -121,31 +156,59 @@ fn fetch(keys: &[String], path: Option<&Path>, socket: Option<&Path>) -> Result<
         }
     }
     let env = shell_env(keys.iter().map(String::as_str));
-    match connect(socket) {
-        Ok((sock, mut s)) => {
-            let _ = s.set_timeout(Some(TIMEOUT));
-            let queries: Vec<Query<'_>> = keys
-                .iter()
-                .zip(&paths)
-                .map(|(k, p)| Query {
-                    key: k,
-                    path: p.as_deref(),
-                    env: context::lookup(k).is_some().then_some(&env),
-                })
-                .collect();
-            s.get_many(&queries)
-                .map_err(|e| fail(format!("daemon at {}: {e}", sock.display())))
-        }
-        Err(why) => {
-            eprintln!(
-                "kernstat: {why}; computed directly (`kernstat daemon` serves cached values)"
-            );
-            keys.iter()
-                .zip(&paths)
-                .map(|(k, p)| direct(k, p.as_deref()).map_err(fail))
-                .collect()
+    let mut replies: Vec<Option<Reply>> = vec![None; keys.len()];
+    let sock = match socket {
+        Some(p) => Some(p.to_path_buf()),
+        None => default_socket().ok(),
+    };
+    if let Some(mut snap) = sock
+        .as_ref()
+        .and_then(|s| shm::Reader::open(&s.with_file_name("snapshot")).ok())
+    {
+        let interval = snap.interval_ms();
+        for (i, k) in keys.iter().enumerate() {
+            let stored = snapshot_key(k, paths[i].as_deref(), &env).and_then(|sk| snap.get(&sk));
+            if let Some(v) = stored {
+                let mut r = stored_reply(k, v, interval);
+                r.answered_by = Some("shm".into());
+                replies[i] = Some(r);
+            }
         }
     }
+    let missing: Vec<usize> = (0..keys.len()).filter(|&i| replies[i].is_none()).collect();
+    if !missing.is_empty() {
+        match connect(socket) {
+            Ok((sock, mut s)) => {
+                let _ = s.set_timeout(Some(TIMEOUT));
+                let queries: Vec<Query<'_>> = missing
+                    .iter()
+                    .map(|&i| Query {
+                        key: &keys[i],
+                        path: paths[i].as_deref(),
+                        env: context::lookup(&keys[i]).is_some().then_some(&env),
+                    })
+                    .collect();
+                let got = s
+                    .get_many(&queries)
+                    .map_err(|e| fail(format!("daemon at {}: {e}", sock.display())))?;
+                for (&i, mut r) in missing.iter().zip(got) {
+                    r.answered_by = Some("socket".into());
+                    replies[i] = Some(r);
+                }
+            }
+            Err(why) => {
+                eprintln!(
+                    "kernstat: {why}; computed directly (`kernstat daemon` serves cached values)"
+                );
+                for &i in &missing {
+                    let mut r = direct(&keys[i], paths[i].as_deref()).map_err(fail)?;
+                    r.answered_by = Some("direct".into());
+                    replies[i] = Some(r);
+                }
+            }
+        }
+    }
+    Ok(replies.into_iter().map(Option::unwrap_or_default).collect())
 }
 
 /// `kernstat get`.

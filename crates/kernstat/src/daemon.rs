@@ -250,6 +250,23 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         let _ = stopped.await;
     }));
     rt.spawn(daemon.clone().run_providers());
+    // The shared-memory snapshot beside the socket: a user daemon's holds everything
+    // (0600, like its socket); a system daemon's only the machine's keys (0644: every
+    // local user may connect), and none when --allow narrows who may.
+    let snapshot = socket.with_file_name("snapshot");
+    let publish = match (args.system, args.allow.is_empty()) {
+        (false, _) => Some((0o600, true)),
+        (true, true) => Some((0o644, false)),
+        (true, false) => None,
+    };
+    if let Some((mode, scoped)) = publish {
+        rt.spawn(kernstat_daemon::shm::publish(
+            daemon.clone(),
+            snapshot.clone(),
+            mode,
+            scoped,
+        ));
+    }
     let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
     let metrics_server = match (metrics_listener, &metrics) {
         (Some(l), Some(m)) => Some(rt.spawn(kernstat_daemon::metrics::http::serve(
@@ -298,6 +315,9 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         let _ = rt.block_on(m);
     }
     rt.shutdown_timeout(Duration::from_secs(1));
+    if publish.is_some() {
+        let _ = std::fs::remove_file(&snapshot);
+    }
     if let Err(e) = std::fs::remove_file(&socket) {
         eprintln!(
             "kernstat daemon: could not remove {}: {e}",
