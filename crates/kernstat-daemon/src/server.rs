@@ -268,11 +268,7 @@ impl Daemon {
     }
 
     fn stale(&self, e: &Entry, key: &str) -> bool {
-        // System keys are refreshed every interval; git, context and put keys on change.
-        !key.starts_with("git.")
-            && !key.starts_with(crate::providers::puts::PREFIX)
-            && context::lookup(key).is_none()
-            && e.updated.elapsed() > self.config.interval * 3 + Duration::from_secs(1)
+        is_stale(key, e.updated.elapsed(), self.config.interval)
     }
 
     /// The daemon's settings.
@@ -474,6 +470,17 @@ impl Daemon {
             ),
         }
     }
+}
+
+/// Whether a value of `key` this old is stale for a daemon sampling every `interval`:
+/// system keys are refreshed every interval, so one older than three intervals and a
+/// second means the sampler is stuck; git, context and put keys change on events and are
+/// never stale. (The shared-memory readers judge by the same rule.)
+pub fn is_stale(key: &str, age: Duration, interval: Duration) -> bool {
+    !key.starts_with("git.")
+        && !key.starts_with(crate::providers::puts::PREFIX)
+        && context::lookup(key).is_none()
+        && age > interval * 3 + Duration::from_secs(1)
 }
 
 /// The asking process, for providers whose answer depends on it.

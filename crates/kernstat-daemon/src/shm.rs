@@ -169,6 +169,8 @@ pub struct Writer {
     pid: u32,
     start: u64,
     interval_ms: u32,
+    mode: u32,
+    rebuilds: u64,
 }
 
 impl std::fmt::Debug for Writer {
@@ -262,6 +264,8 @@ impl Writer {
             pid,
             start,
             interval_ms,
+            mode,
+            rebuilds: 0,
         })
     }
 
@@ -279,73 +283,77 @@ impl Writer {
 
     /// Stores `bytes` under `key` (a stored key, see [`stored_key`]).
     pub fn set(&mut self, key: &str, bytes: &[u8], error: bool, updated_ns: u64) -> io::Result<()> {
-        if let Some(&i) = self.index.get(key) {
-            let s = slot_of(&self.map, i);
-            if bytes.len() <= s.val_cap {
-                let seq = self.map.u64(s.seq);
-                let v = seq.load(Ordering::Relaxed);
-                seq.store(v + 1, Ordering::Relaxed);
-                fence(Ordering::Release);
-                write_words(&self.map, s.val_off, bytes);
-                let b = HEADER + i * SLOT;
-                self.map
-                    .u32(b + 24)
-                    .store(bytes.len() as u32, Ordering::Relaxed);
-                self.map
-                    .u32(b + 28)
-                    .store(u32::from(error), Ordering::Relaxed);
-                self.map.u64(b + 32).store(updated_ns, Ordering::Relaxed);
-                seq.store(v + 2, Ordering::Release);
-                return Ok(());
-            }
-        }
-        let mut all = self.entries();
-        all.retain(|(k, _)| k != key);
-        all.push((
-            key.to_string(),
-            Stored {
-                bytes: bytes.to_vec(),
-                error,
-                updated_ns,
-            },
-        ));
-        let mode = {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(&self.path).map_or(0o600, |m| m.permissions().mode() & 0o777)
+        let v = Stored {
+            bytes: bytes.to_vec(),
+            error,
+            updated_ns,
         };
-        *self = Writer::build(
-            &self.path,
-            mode,
-            self.pid,
-            self.start,
-            self.interval_ms,
-            &all,
-            Some(&self.map),
-        )?;
-        Ok(())
+        self.apply(vec![(key.to_string(), v)], &[])
     }
 
-    /// Removes `key` (a rebuild; keys go rarely: a forgotten path).
+    /// Removes `key`.
     pub fn remove(&mut self, key: &str) -> io::Result<()> {
-        if !self.index.contains_key(key) {
+        self.apply(Vec::new(), &[key.to_string()])
+    }
+
+    /// Stores `changes` and removes `gone`: in place where a value fits its slot, and
+    /// with one new file for all the rest (new keys, longer values, removals) — a daemon
+    /// starting, or a new git path arriving with thirty keys, costs one rebuild.
+    pub fn apply(&mut self, changes: Vec<(String, Stored)>, gone: &[String]) -> io::Result<()> {
+        let mut rest = Vec::new();
+        for (k, v) in changes {
+            match self.index.get(&k) {
+                Some(&i) if v.bytes.len() <= slot_of(&self.map, i).val_cap => {
+                    self.write_in_place(i, &v)
+                }
+                _ => rest.push((k, v)),
+            }
+        }
+        let gone: Vec<&String> = gone
+            .iter()
+            .filter(|k| self.index.contains_key(*k))
+            .collect();
+        if rest.is_empty() && gone.is_empty() {
             return Ok(());
         }
         let mut all = self.entries();
-        all.retain(|(k, _)| k != key);
-        let mode = {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(&self.path).map_or(0o600, |m| m.permissions().mode() & 0o777)
-        };
+        all.retain(|(k, _)| !gone.contains(&k) && !rest.iter().any(|(r, _)| r == k));
+        all.extend(rest);
+        let rebuilds = self.rebuilds + 1;
         *self = Writer::build(
             &self.path,
-            mode,
+            self.mode,
             self.pid,
             self.start,
             self.interval_ms,
             &all,
             Some(&self.map),
         )?;
+        self.rebuilds = rebuilds;
         Ok(())
+    }
+
+    fn write_in_place(&self, i: usize, v: &Stored) {
+        let s = slot_of(&self.map, i);
+        let seq = self.map.u64(s.seq);
+        let n = seq.load(Ordering::Relaxed);
+        seq.store(n + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        write_words(&self.map, s.val_off, &v.bytes);
+        let b = HEADER + i * SLOT;
+        self.map
+            .u32(b + 24)
+            .store(v.bytes.len() as u32, Ordering::Relaxed);
+        self.map
+            .u32(b + 28)
+            .store(u32::from(v.error), Ordering::Relaxed);
+        self.map.u64(b + 32).store(v.updated_ns, Ordering::Relaxed);
+        seq.store(n + 2, Ordering::Release);
+    }
+
+    /// New files made since this writer was created (for tests and counts).
+    pub fn rebuilds(&self) -> u64 {
+        self.rebuilds
     }
 
     /// Records that the daemon published just now.
@@ -530,25 +538,35 @@ pub async fn publish(d: std::sync::Arc<crate::Daemon>, path: PathBuf, mode: u32,
             }
             seen.insert(k);
         });
-        let mut failed = false;
-        for (k, e) in changed {
-            let updated_ns = now.saturating_sub(e.updated.elapsed().as_nanos() as u64);
-            let r = match &e.error {
-                Some(why) => w.set(&k, why.as_bytes(), true, updated_ns),
-                None => w.set(&k, &e.json, false, updated_ns),
-            };
-            failed |= r.is_err();
-            copied.insert(k, e.updated);
-        }
+        let batch: Vec<(String, Stored)> = changed
+            .into_iter()
+            .map(|(k, e)| {
+                let updated_ns = now.saturating_sub(e.updated.elapsed().as_nanos() as u64);
+                copied.insert(k.clone(), e.updated);
+                let v = match &e.error {
+                    Some(why) => Stored {
+                        bytes: why.as_bytes().to_vec(),
+                        error: true,
+                        updated_ns,
+                    },
+                    None => Stored {
+                        bytes: e.json.to_vec(),
+                        error: false,
+                        updated_ns,
+                    },
+                };
+                (k, v)
+            })
+            .collect();
         let gone: Vec<String> = copied
             .keys()
             .filter(|k| !seen.contains(*k))
             .cloned()
             .collect();
-        for k in gone {
-            failed |= w.remove(&k).is_err();
-            copied.remove(&k);
+        for k in &gone {
+            copied.remove(k);
         }
+        let failed = w.apply(batch, &gone).is_err();
         if failed {
             eprintln!(
                 "kernstat daemon: snapshot {}: a write failed; clients use the socket",
@@ -604,6 +622,23 @@ mod tests {
         assert!(r.get("x").unwrap().error);
         w.remove("x").unwrap();
         assert!(r.get("x").is_none());
+        // A hundred new keys at once: one new file, not a hundred.
+        let before = w.rebuilds();
+        let batch = (0..100)
+            .map(|i| {
+                (
+                    format!("new.{i}"),
+                    Stored {
+                        bytes: b"1".to_vec(),
+                        error: false,
+                        updated_ns: 1,
+                    },
+                )
+            })
+            .collect();
+        w.apply(batch, &[]).unwrap();
+        assert_eq!(w.rebuilds(), before + 1);
+        assert_eq!(r.get("new.99").unwrap().bytes, b"1");
         assert_eq!(r.get("git.branch\0/repo").unwrap().bytes, b"\"main\"");
         // A file whose pid and start time name no live process is refused.
         let mut bytes = std::fs::read(&p).unwrap();

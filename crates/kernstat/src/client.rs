@@ -136,10 +136,12 @@ fn stored_reply(key: &str, v: shm::Stored, interval_ms: u32) -> Reply {
     }
     let mut r = value_reply(&v.bytes);
     if r.ok {
-        // As the daemon judges it: system keys older than 3 intervals and a second.
-        let system = system::metric_of(key).is_some();
         r.age_ms = Some(age_ms);
-        r.stale = Some(system && age_ms > 3 * u64::from(interval_ms) + 1000);
+        r.stale = Some(kernstat_daemon::server::is_stale(
+            key,
+            Duration::from_millis(age_ms),
+            Duration::from_millis(u64::from(interval_ms)),
+        ));
     }
     r
 }

@@ -211,6 +211,21 @@ impl TestUser {
     }
 }
 
+impl TestUser {
+    /// A command run as this user (its own uid, gid and groups).
+    fn command(&self) -> Command {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid",
+            &self.name,
+            "--regid",
+            &self.name,
+            "--init-groups",
+        ]);
+        c
+    }
+}
+
 impl Drop for TestUser {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(format!("/etc/sudoers.d/{}", self.name));
@@ -248,19 +263,7 @@ fn sudo_active_follows_sudo_v_and_sudo_k() {
          sudo -k\n\
          get\n"
     );
-    let o = Command::new("setpriv")
-        .args([
-            "--reuid",
-            &user.name,
-            "--regid",
-            &user.name,
-            "--init-groups",
-            "sh",
-            "-c",
-            &script,
-        ])
-        .output()
-        .unwrap();
+    let o = user.command().args(["sh", "-c", &script]).output().unwrap();
     let text = out(&o);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 5, "{o:?}");
@@ -279,33 +282,12 @@ fn sudo_active_follows_sudo_v_and_sudo_k() {
     // Credentials belong to the shell that authenticated (its pid and start time, as
     // sudo records them): the same user asking from elsewhere, while they are valid,
     // has none.
-    let as_user = |args: &[&str]| {
-        Command::new("setpriv")
-            .args([
-                "--reuid",
-                &user.name,
-                "--regid",
-                &user.name,
-                "--init-groups",
-            ])
-            .args(args)
-            .output()
-            .unwrap()
-    };
     let script = format!(
         "echo ks-Secret-42 | sudo -S -v 2>/dev/null; {ks} get sudo.active --socket {sock}; sleep 2"
     );
-    let mut shell = Command::new("setpriv")
-        .args([
-            "--reuid",
-            &user.name,
-            "--regid",
-            &user.name,
-            "--init-groups",
-            "sh",
-            "-c",
-            &script,
-        ])
+    let mut shell = user
+        .command()
+        .args(["sh", "-c", &script])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -316,7 +298,11 @@ fn sudo_active_follows_sudo_v_and_sudo_k() {
         r.read_line(&mut first).unwrap();
     }
     assert_eq!(first, "true\n");
-    let o = as_user(&[ks, "get", "sudo.active", "--socket", sock]);
+    let o = user
+        .command()
+        .args([ks, "get", "sudo.active", "--socket", sock])
+        .output()
+        .unwrap();
     assert_eq!(out(&o), "false\n", "{o:?}");
     let _ = shell.wait();
 }

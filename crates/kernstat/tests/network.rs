@@ -2,8 +2,8 @@
 //! /sys/class/net shows that namespace): a daemon sampling only once a minute sees a
 //! veth pair come up, its addresses, a tun "VPN" with a route, and the default route
 //! going away — each arriving through netlink within seconds, each compared with what
-//! iproute2 (`ip -j`) reports in the namespace; and the default interface's send rate
-//! against a known amount of traffic.
+//! iproute2 (`ip -j`) reports in the namespace; and the default interface's send and
+//! receive rates against known amounts of traffic to and from a peer namespace.
 
 mod common;
 use common::kernstat;
@@ -104,6 +104,47 @@ impl NsDaemon {
     }
 }
 
+/// A second network namespace (a `sleep` holding it) for the far end of the veth pair, so
+/// that traffic really crosses the link both ways.
+struct Peer(Child);
+
+impl Peer {
+    fn start() -> Self {
+        Peer(
+            Command::new("unshare")
+                .args(["--net", "sleep", "300"])
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+
+    fn ns(&self, args: &[&str]) {
+        let net = format!("--net=/proc/{}/ns/net", self.0.id());
+        let out = Command::new("nsenter")
+            .arg(net)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn ip_json(d: &NsDaemon, args: &[&str]) -> Value {
     let mut a = vec!["ip", "-j"];
     a.extend_from_slice(args);
@@ -136,6 +177,12 @@ fn network_follows_links_addresses_and_routes_through_netlink() {
     d.ns(&[
         "ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1",
     ]);
+    // The far end, 10.9.0.1, in a namespace of its own.
+    let peer = Peer::start();
+    d.ns(&["ip", "link", "set", "v1", "netns", &peer.pid()]);
+    peer.ns(&["ip", "link", "set", "lo", "up"]);
+    peer.ns(&["ip", "addr", "add", "10.9.0.1/24", "dev", "v1"]);
+    peer.ns(&["ip", "link", "set", "v1", "up"]);
     d.ns(&["ip", "addr", "add", "10.9.0.2/24", "dev", "v0"]);
     d.ns(&[
         "ip",
@@ -147,7 +194,6 @@ fn network_follows_links_addresses_and_routes_through_netlink() {
         "v0",
         "nodad",
     ]);
-    d.ns(&["ip", "link", "set", "v1", "up"]);
     d.ns(&["ip", "link", "set", "v0", "up"]);
     d.ns(&["ip", "route", "add", "default", "via", "10.9.0.1"]);
     // Samples are a minute apart: this arrives through netlink.
@@ -184,50 +230,47 @@ fn network_follows_links_addresses_and_routes_through_netlink() {
     let routes = ip_json(&d, &["route", "show", "dev", "tun0"]);
     assert_eq!(routes[0]["dst"], "10.8.0.0/16");
 
-    // Traffic of a known size between two samples: 2,000 UDP datagrams of 1,000 bytes
-    // to a neighbour fixed by hand (no ARP), 1,042 bytes each on the wire.
-    d.ns(&[
-        "ip",
-        "neigh",
-        "add",
-        "10.9.0.1",
-        "lladdr",
-        "02:00:00:00:00:01",
-        "dev",
-        "v0",
-    ]);
+    // Traffic of a known size between two samples, each way: 2,000 UDP datagrams of
+    // 1,000 bytes, 1,042 bytes each on the wire, counted by the kernel on v0 as well.
     let refresh = || {
         let mut s = kernstat_daemon::Session::connect(&d.sock).unwrap();
         s.op("refresh").unwrap();
         std::thread::sleep(Duration::from_millis(300));
     };
-    let tx = || -> u64 {
-        ip_json(&d, &["-s", "link", "show", "dev", "v0"])[0]["stats64"]["tx"]["bytes"]
+    let counter = |dir: &str| -> u64 {
+        ip_json(&d, &["-s", "link", "show", "dev", "v0"])[0]["stats64"][dir]["bytes"]
             .as_u64()
             .unwrap()
     };
-    refresh();
-    let a = Instant::now();
-    let before = tx();
-    d.ns(&[
-        "python3",
-        "-c",
-        "import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\nfor _ in range(2000): s.sendto(b'x'*1000,('10.9.0.1',9))",
-    ]);
-    let sent = tx() - before;
-    assert!(sent >= 2000 * 1042, "veth counted {sent}");
-    std::thread::sleep(Duration::from_millis(1500).saturating_sub(a.elapsed()));
-    let window = a.elapsed() + Duration::from_millis(300);
-    refresh();
-    let bps = d.network()["tx_bps"].as_f64().unwrap();
-    // The daemon's window is the time between its two samples: the test's, within the
-    // latency of a refresh (100 ms) and this machine's scheduling (slack 0.5 s).
-    let lo = sent as f64 / (window.as_secs_f64() + 0.5);
-    let hi = sent as f64 / (window.as_secs_f64() - 0.5);
-    assert!(
-        bps >= lo && bps <= hi * 1.01,
-        "tx_bps {bps}, sent {sent} in ~{window:?}"
-    );
+    let send = |to: &str| {
+        format!(
+            "import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\nfor _ in range(2000): s.sendto(b'x'*1000,('{to}',9))"
+        )
+    };
+    for (dir, key) in [("tx", "tx_bps"), ("rx", "rx_bps")] {
+        refresh();
+        let a = Instant::now();
+        let before = counter(dir);
+        if dir == "tx" {
+            d.ns(&["python3", "-c", &send("10.9.0.1")]);
+        } else {
+            peer.ns(&["python3", "-c", &send("10.9.0.2")]);
+        }
+        let moved = counter(dir) - before;
+        assert!(moved >= 2000 * 1042, "veth counted {moved} {dir}");
+        std::thread::sleep(Duration::from_millis(1500).saturating_sub(a.elapsed()));
+        let window = a.elapsed() + Duration::from_millis(300);
+        refresh();
+        let bps = d.network()[key].as_f64().unwrap();
+        // The daemon's window is the time between its two samples: the test's, within
+        // the latency of a refresh (100 ms) and this machine's scheduling (slack 0.5 s).
+        let lo = moved as f64 / (window.as_secs_f64() + 0.5);
+        let hi = moved as f64 / (window.as_secs_f64() - 0.5);
+        assert!(
+            bps >= lo && bps <= hi * 1.01,
+            "{key} {bps}, {moved} bytes in ~{window:?}"
+        );
+    }
 
     // The default route removed: offline, announced at once.
     d.ns(&["ip", "route", "del", "default"]);

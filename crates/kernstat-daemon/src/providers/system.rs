@@ -615,6 +615,12 @@ mod tests {
         assert_eq!(published, table);
         // Readings from sysfs keep the driver's single-precision figure in JSON.
         assert_eq!(&*c.get("battery.power_w", None).unwrap().json, b"7.1");
+        // Derived from the status sysfs gave (Discharging) and the sample's estimate.
+        assert_eq!(&*c.get("battery.charging", None).unwrap().json, b"false");
+        assert_eq!(
+            &*c.get("battery.time_remaining_secs", None).unwrap().json,
+            b"3600"
+        );
         assert_eq!(&*c.get("psi.io.full", None).unwrap().json, b"0.1");
         assert_eq!(&*c.get("gpu.busy", None).unwrap().json, b"3.33");
         assert_eq!(

@@ -5,7 +5,7 @@
 
 use std::fs;
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Largest file a provider reads (kubeconfigs with many clusters are a few hundred KiB).
 pub const MAX_FILE: u64 = 1 << 20;
@@ -76,25 +76,6 @@ pub fn readable_by(path: &Path, uid: u32) -> bool {
     path.ancestors()
         .skip(1)
         .all(|dir| fs::metadata(dir).is_ok_and(|m| allows(&m, 1)))
-}
-
-/// The first of `names` found in `start` or one of its ancestors (nearest first): the
-/// directory and the file. Every candidate looked at is pushed to `looked`, so that the
-/// caller can watch for one appearing.
-pub fn find_upward(start: &Path, names: &[&str], looked: &mut Vec<PathBuf>) -> Option<PathBuf> {
-    let mut dir = Some(start);
-    while let Some(d) = dir {
-        for name in names {
-            let candidate = d.join(name);
-            let found = fs::symlink_metadata(&candidate).is_ok();
-            looked.push(candidate);
-            if found {
-                return looked.last().cloned();
-            }
-        }
-        dir = d.parent();
-    }
-    None
 }
 
 /// One INI section's `key = value` pairs, for the section whose header (inside the
@@ -174,9 +155,12 @@ mod tests {
         let deep = d.path().join("a/b/c");
         fs::create_dir_all(&deep).unwrap();
         fs::write(d.path().join("a/.tool-versions"), "nodejs 20\n").unwrap();
-        let mut looked = Vec::new();
-        let found = find_upward(&deep, &[".tool-versions"], &mut looked).unwrap();
+        // The upward search providers use: nearest first, every candidate watched.
+        let mut r = super::super::Reading::default();
+        let (found, text) = r.read_upward(&deep, &[".tool-versions"]).unwrap();
         assert_eq!(found, d.path().join("a/.tool-versions"));
+        assert_eq!(text, "nodejs 20\n");
+        let looked = r.watched;
         assert_eq!(looked.len(), 3);
         assert!(
             read_text(&d.path().join("a")).is_none(),
