@@ -7,11 +7,12 @@
 #          (sway, waybar, grim, tesseract, a font), and qemu with busybox for booting
 #          Linux 6.1 (the CO-RE fallback test), and the tools whose files the context
 #          providers read, to make real layouts and compare answers (kubectl from
-#          kubernetes-client, direnv, python3's venv, sudo).
+#          kubernetes-client, direnv, python3's venv, sudo), and the shells, tmux and neovim
+#          the prompt hooks and the Lua example are driven in.
 # Only missing packages are installed; nothing happens when all are present.
 set -eu
 build="clang libelf-dev zlib1g-dev pkg-config gcc make"
-peers="stress-ng util-linux procps libbpf-tools git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace"
+peers="stress-ng util-linux procps libbpf-tools git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace tmux zsh bash fish neovim"
 # The desktop pieces get their recommended packages too (icon theme, MIME data):
 # GTK programs started with a bare minimum tend to draw nothing and say little.
 desktop="sway waybar grim tesseract-ocr fonts-dejavu-core"

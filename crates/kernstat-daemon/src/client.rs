@@ -75,6 +75,26 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// A reply carrying a value as the daemon serialised it (`null` or unparsable:
+    /// `no_data`).
+    pub fn from_json(json: &[u8]) -> Reply {
+        match serde_json::from_slice::<serde_json::Value>(json).ok() {
+            Some(serde_json::Value::Null) | None => Reply {
+                ok: false,
+                code: Some("no_data".into()),
+                error: Some("no data".into()),
+                ..Reply::default()
+            },
+            Some(v) => Reply {
+                ok: true,
+                data: Some(v),
+                age_ms: Some(0),
+                stale: Some(false),
+                ..Reply::default()
+            },
+        }
+    }
+
     /// The key had no value (a known key with nothing to report on this machine).
     pub fn no_data(&self) -> bool {
         self.code.as_deref() == Some("no_data")

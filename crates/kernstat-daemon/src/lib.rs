@@ -10,12 +10,15 @@
 //! - `providers`: what fills the cache besides the sampler.
 //! - `server`: the daemon's state and the socket server.
 //! - `client`: a blocking client that keeps its connection, for the CLI and scripts.
+//! - `lookup`: the shared-memory snapshot first, that connection for the rest.
+//! - `shm`: the snapshot's writer and reader.
 
 #![deny(missing_docs)]
 
 mod accept;
 pub mod cache;
 pub mod client;
+pub mod lookup;
 pub mod metrics;
 pub mod protocol;
 pub mod providers;
@@ -26,4 +29,5 @@ pub mod shm;
 
 pub use cache::Cache;
 pub use client::{default_socket, Query, Reply, Session};
+pub use lookup::Lookup;
 pub use server::{bind, serve, Access, Config, Daemon};

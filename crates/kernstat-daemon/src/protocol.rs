@@ -30,6 +30,11 @@ pub enum Request<'a> {
         /// (docs/protocol.md lists them); absent, the daemon's own environment.
         #[serde(default)]
         env: Option<BTreeMap<String, String>>,
+        /// Reply with the value as one line of text instead of JSON (for shells, which
+        /// cannot parse JSON cheaply): strings bare, other values as JSON, control
+        /// characters as spaces; an empty line when there is no value or an error.
+        #[serde(default)]
+        text: bool,
     },
     /// Every update of a key, as it happens.
     Watch {
@@ -151,6 +156,32 @@ pub fn write_value(out: &mut Vec<u8>, data: &[u8], age_ms: u64, stale: bool) {
     });
 }
 
+/// Appends a `get` reply (`reply`, one JSON line) as the `text` form of the request:
+/// the value as one line of text, or an empty line.
+pub fn write_text(out: &mut Vec<u8>, reply: &[u8]) {
+    #[derive(Deserialize)]
+    struct Answer {
+        ok: bool,
+        #[serde(default)]
+        data: Option<serde_json::Value>,
+    }
+    if let Ok(Answer {
+        ok: true,
+        data: Some(v),
+    }) = serde_json::from_slice(reply)
+    {
+        let text = match v {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        out.extend(
+            text.bytes()
+                .map(|b| if b.is_ascii_control() { b' ' } else { b }),
+        );
+    }
+    out.push(b'\n');
+}
+
 /// Appends `{"ok":true,"data":DATA}\n`, DATA already JSON.
 pub fn write_data(out: &mut Vec<u8>, data: &[u8]) {
     out.extend_from_slice(b"{\"ok\":true,\"data\":");
@@ -169,18 +200,26 @@ mod tests {
             Request::Get {
                 key: "load.one",
                 path: None,
-                env: None
+                env: None,
+                text: false
             }
         );
         assert_eq!(
-            parse(br#"{"op":"get","key":"git.branch","path":"/repo"}"#).unwrap(),
+            parse(br#"{"op":"get","key":"git.branch","path":"/repo","text":true}"#).unwrap(),
             Request::Get {
                 key: "git.branch",
                 path: Some("/repo"),
-                env: None
+                env: None,
+                text: true
             }
         );
         assert_eq!(parse(br#"{"op":"hello"}"#).unwrap(), Request::Hello);
+        let mut out = Vec::new();
+        write_text(&mut out, br#"{"ok":true,"data":"a\nb \"c\"","age_ms":1}"#);
+        write_text(&mut out, br#"{"ok":true,"data":0.5,"age_ms":1}"#);
+        write_text(&mut out, br#"{"ok":true,"data":{"x":[1]}}"#);
+        write_text(&mut out, br#"{"ok":false,"code":"no_data","error":"none"}"#);
+        assert_eq!(out, b"a b \"c\"\n0.5\n{\"x\":[1]}\n\n");
         assert_eq!(
             parse(br#"{"op":"refresh"}"#).unwrap(),
             Request::Refresh {

@@ -380,16 +380,29 @@ impl Daemon {
     /// Answers one request (not `watch`) into `out`.
     async fn respond(self: &Arc<Self>, req: &Request<'_>, peer: Peer, out: &mut Vec<u8>) {
         match *req {
-            Request::Get { key, path, ref env } => {
+            Request::Get {
+                key,
+                path,
+                ref env,
+                text,
+            } => {
                 let ask = Asking {
                     path,
                     env: env.as_ref(),
                     peer,
                 };
-                if let Err(why) = check_env(ask.env) {
-                    return protocol::write_error(out, Code::BadRequest, &why);
+                if !text {
+                    if let Err(why) = check_env(ask.env) {
+                        return protocol::write_error(out, Code::BadRequest, &why);
+                    }
+                    return self.respond_get(key, &ask, out).await;
                 }
-                self.respond_get(key, &ask, out).await
+                let mut reply = Vec::with_capacity(128);
+                match check_env(ask.env) {
+                    Err(why) => protocol::write_error(&mut reply, Code::BadRequest, &why),
+                    Ok(()) => self.respond_get(key, &ask, &mut reply).await,
+                }
+                protocol::write_text(out, &reply)
             }
             Request::List => {
                 let keys = serde_json::to_vec(&self.cache.keys()).unwrap_or_default();

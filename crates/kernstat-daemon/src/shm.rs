@@ -27,6 +27,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
@@ -387,10 +388,18 @@ fn write_words(map: &Map, off: usize, bytes: &[u8]) {
     }
 }
 
-/// Reads slot `i` under the seqlock into `buf` (None: it kept changing for 1,000 tries).
+/// Reads slot `i` under the seqlock into `buf` (None: it kept changing for 1,000 tries,
+/// or the index points outside the file — a corrupt file is a missing value, never a
+/// read out of bounds).
 fn read_slot(map: &Map, i: usize, buf: &mut Vec<u8>) -> Option<Stored> {
     let b = HEADER + i * SLOT;
     let s = slot_of(map, i);
+    if !s.val_off.is_multiple_of(8)
+        || s.val_off < HEADER
+        || s.val_off.checked_add(s.val_cap.next_multiple_of(8))? > map.len
+    {
+        return None;
+    }
     for _ in 0..1000 {
         let before = map.u64(s.seq).load(Ordering::Acquire);
         if !before.is_multiple_of(2) {
@@ -427,9 +436,15 @@ pub enum Unusable {
     /// No file, or not readable.
     #[error("{0}")]
     Io(#[from] io::Error),
-    /// Not a snapshot of this version.
-    #[error("not a kernstat snapshot of version {VERSION}")]
+    /// Not a snapshot, or a truncated or corrupt one.
+    #[error("not a kernstat snapshot (bad magic, or truncated)")]
     Format,
+    /// A snapshot of a layout this kernstat does not know (a newer daemon).
+    #[error("snapshot layout version {0}; this kernstat reads version {VERSION}")]
+    Version(u32),
+    /// The file is not owned by the daemon's user (the socket's owner).
+    #[error("owned by uid {0}, not by the daemon's user (uid {1})")]
+    Owner(u32, u32),
     /// Its daemon is gone (no process of that pid and start time).
     #[error("its daemon (pid {0}) is gone")]
     Dead(u32),
@@ -438,6 +453,10 @@ pub enum Unusable {
 /// A client's side: maps the file, checks it, finds keys by binary search.
 pub struct Reader {
     path: PathBuf,
+    /// Kept open so that the owner check is of the file mapped, not of the name.
+    file: File,
+    /// The uid the file must belong to (`beside`), checked again on every re-map.
+    owner: Option<u32>,
     map: Map,
     count: usize,
     buf: Vec<u8>,
@@ -450,13 +469,35 @@ impl std::fmt::Debug for Reader {
 }
 
 impl Reader {
+    /// Maps the snapshot beside `socket` if it belongs to the same user as the socket
+    /// (a file planted by someone else is refused) and is a snapshot of a live daemon.
+    pub fn beside(socket: &Path) -> Result<Reader, Unusable> {
+        let owner = std::fs::metadata(socket)?.uid();
+        let mut r = Reader::open(&socket.with_file_name("snapshot"))?;
+        r.check_owner(owner)?;
+        Ok(r)
+    }
+
+    fn check_owner(&mut self, owner: u32) -> Result<(), Unusable> {
+        let uid = self.file.metadata()?.uid();
+        if uid != owner {
+            return Err(Unusable::Owner(uid, owner));
+        }
+        self.owner = Some(owner);
+        Ok(())
+    }
+
     /// Maps `path` if it is a snapshot of a daemon that is alive.
     pub fn open(path: &Path) -> Result<Reader, Unusable> {
-        let f = File::open(path)?;
-        let len = f.metadata()?.len() as usize;
-        let map = Map::new(&f, len, false).map_err(|_| Unusable::Format)?;
-        if map.bytes(0, 8) != Some(&MAGIC[..]) || map.u32(8).load(Ordering::Relaxed) != VERSION {
+        let file = File::open(path)?;
+        let len = file.metadata()?.len() as usize;
+        let map = Map::new(&file, len, false).map_err(|_| Unusable::Format)?;
+        if map.bytes(0, 8) != Some(&MAGIC[..]) {
             return Err(Unusable::Format);
+        }
+        let version = map.u32(8).load(Ordering::Relaxed);
+        if version != VERSION {
+            return Err(Unusable::Version(version));
         }
         let count = map.u32(12).load(Ordering::Relaxed) as usize;
         if HEADER + count * SLOT > len {
@@ -469,10 +510,25 @@ impl Reader {
         }
         Ok(Reader {
             path: path.to_path_buf(),
+            file,
+            owner: None,
             map,
             count,
             buf: Vec::with_capacity(256),
         })
+    }
+
+    /// Whether the file mapped is still the one at its path and its daemon still runs
+    /// (a stat and a read of /proc/PID/stat): a long-lived reader checks this now and
+    /// then, since a daemon killed and started again writes a new file that the old
+    /// one knows nothing of.
+    pub fn is_current(&self) -> bool {
+        let (Ok(now), Ok(mapped)) = (std::fs::metadata(&self.path), self.file.metadata()) else {
+            return false;
+        };
+        let pid = self.map.u32(24).load(Ordering::Relaxed);
+        (now.dev(), now.ino()) == (mapped.dev(), mapped.ino())
+            && start_time(pid) == Some(self.map.u64(32).load(Ordering::Relaxed))
     }
 
     /// The daemon's sampling interval.
@@ -490,7 +546,11 @@ impl Reader {
     /// The value of a stored key; re-maps first when the daemon replaced the file.
     pub fn get(&mut self, key: &str) -> Option<Stored> {
         if self.map.u64(16).load(Ordering::Acquire) != 0 {
-            *self = Reader::open(&self.path).ok()?;
+            let mut fresh = Reader::open(&self.path).ok()?;
+            if let Some(uid) = self.owner {
+                fresh.check_owner(uid).ok()?;
+            }
+            *self = fresh;
         }
         let (mut lo, mut hi) = (0, self.count);
         while lo < hi {
@@ -652,6 +712,56 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(Reader::open(&dead), Err(Unusable::Format)));
+    }
+
+    /// Files a reader must refuse, each with its own reason, and a corrupt index that
+    /// must read as a missing value rather than out of bounds.
+    #[test]
+    fn truncated_corrupt_newer_and_foreign_snapshots_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("snapshot");
+        let mut w = Writer::create(&p, 0o600, 2000).unwrap();
+        for i in 0..10 {
+            w.set(&format!("k.{i}"), b"12345", false, 1).unwrap();
+        }
+        let good = std::fs::read(&p).unwrap();
+        let bad = d.path().join("bad");
+        // Truncated inside the index.
+        std::fs::write(&bad, &good[..HEADER + 3 * SLOT]).unwrap();
+        assert!(matches!(Reader::open(&bad), Err(Unusable::Format)));
+        // Shorter than a header.
+        std::fs::write(&bad, &good[..10]).unwrap();
+        assert!(matches!(Reader::open(&bad), Err(Unusable::Format)));
+        // A newer layout.
+        let mut newer = good.clone();
+        newer[8..12].copy_from_slice(&2u32.to_ne_bytes());
+        std::fs::write(&bad, &newer).unwrap();
+        let err = Reader::open(&bad).unwrap_err();
+        assert!(matches!(err, Unusable::Version(2)));
+        assert!(err.to_string().contains("version 2"), "{err}");
+        // An index entry pointing past the end, or misaligned: that key has no value,
+        // the others still read.
+        let mut corrupt = good.clone();
+        corrupt[HEADER + 16..HEADER + 20].copy_from_slice(&u32::MAX.to_ne_bytes());
+        corrupt[HEADER + SLOT + 16..HEADER + SLOT + 20].copy_from_slice(&3u32.to_ne_bytes());
+        corrupt[HEADER + 2 * SLOT + 20..HEADER + 2 * SLOT + 24]
+            .copy_from_slice(&u32::MAX.to_ne_bytes());
+        std::fs::write(&bad, &corrupt).unwrap();
+        let mut r = Reader::open(&bad).unwrap();
+        assert!(r.get("k.0").is_none());
+        assert!(r.get("k.1").is_none());
+        assert!(r.get("k.2").is_none());
+        assert_eq!(r.get("k.3").unwrap().bytes, b"12345");
+        // Beside a socket of another owner (as root: the file given to nobody).
+        let sock = d.path().join("sock");
+        std::fs::write(&sock, b"").unwrap();
+        assert!(Reader::beside(&sock).is_ok());
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
+            let err = Reader::beside(&sock).unwrap_err();
+            assert!(matches!(err, Unusable::Owner(65534, 0)), "{err}");
+        }
     }
 
     /// One writer updating 1,000 keys as fast as it can, four readers checking that

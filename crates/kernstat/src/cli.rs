@@ -41,6 +41,10 @@ pub enum Command {
     Put(PutArgs),
     /// Every update of a value from the daemon, one per line.
     Watch(WatchArgs),
+    /// Requests on stdin, values on stdout over one connection (what `init bash` runs).
+    Session(SessionArgs),
+    /// Prints the prompt hook to eval in a shell's rc file: eval "$(kernstat init zsh)".
+    Init(InitArgs),
     /// The daemon's state.
     Status(StatusArgs),
     /// What this kernel and these privileges allow, and which path each command takes.
@@ -467,6 +471,44 @@ pub struct GetArgs {
     /// List every key and what it means.
     #[arg(long)]
     pub list: bool,
+    /// Where to find the daemon.
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+/// `kernstat session`: reads `get DIR KEY...` and `env NAME [VALUE]` lines (TAB
+/// between fields) and prints one line per key.
+#[derive(Clone, Debug, Args)]
+pub struct SessionArgs {
+    /// Where to find the daemon.
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+/// The shells `kernstat init` writes hooks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Shell {
+    /// A socket kept open with zsh/net/socket: a prompt forks nothing.
+    Zsh,
+    /// A `kernstat session` coprocess: a prompt forks nothing.
+    Bash,
+    /// One `kernstat get` for all keys per prompt (fish has no sockets or coprocesses).
+    Fish,
+}
+
+/// `kernstat init`.
+#[derive(Clone, Debug, Args)]
+pub struct InitArgs {
+    /// The shell.
+    pub shell: Shell,
+    /// The keys the hook refreshes before each prompt, as KS_* variables (change them
+    /// later with the `kernstat_keys` array).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "git.branch,git.dirty,load.one"
+    )]
+    pub keys: Vec<String>,
     /// Where to find the daemon.
     #[command(flatten)]
     pub socket: SocketArg,

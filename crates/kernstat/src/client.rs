@@ -11,20 +11,21 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
+use kernstat_daemon::lookup::{self, Lookup};
 use kernstat_daemon::providers::context::{self, Client, Env};
 use kernstat_daemon::providers::{self, basic, git, system};
-use kernstat_daemon::{default_socket, shm, Cache, Query, Reply, Session};
+use kernstat_daemon::{default_socket, Cache, Query, Reply, Session};
 use kernstat_model::{Model, ModelOptions, RawSample};
 use kernstat_render::fill;
 
 use crate::cli::{EvalArgs, Format, GetArgs, PutArgs, StatusArgs, WatchArgs};
 use crate::collect::{CollectOptions, Collector};
-use crate::format;
+use crate::{autostart, format};
 
 /// Window for rates when `get` computes a value itself.
 const DIRECT_WINDOW: Duration = Duration::from_millis(250);
 /// How long a client waits for the daemon's answer.
-const TIMEOUT: Duration = Duration::from_secs(5);
+pub const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connects to the daemon at `socket` (default: the user daemon's, else the system
 /// daemon's). Err says, in one sentence, why there is none to talk to: no socket, a
@@ -55,14 +56,6 @@ fn key_path(key: &str, path: Option<&Path>) -> io::Result<Option<String>> {
         .canonicalize()
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     Ok(Some(abs.to_string_lossy().into_owned()))
-}
-
-/// The variables of this shell that the context providers of `keys` read.
-fn shell_env<'a>(keys: impl IntoIterator<Item = &'a str>) -> BTreeMap<String, String> {
-    context::env_for(keys)
-        .into_iter()
-        .filter_map(|v| Some((v.to_string(), std::env::var(v).ok()?)))
-        .collect()
 }
 
 /// Whether `key` names a whole provider (its fields as one object).
@@ -110,45 +103,10 @@ fn print_reply(key: &str, reply: &Reply, json: bool) -> i32 {
     status
 }
 
-/// The stored key of `key` in the daemon's snapshot (None: not kept there, or answered
-/// per asking process): per-path keys by path, context keys by their scope.
-fn snapshot_key(key: &str, path: Option<&str>, env: &BTreeMap<String, String>) -> Option<String> {
-    if let Some((p, _)) = context::lookup(key) {
-        if p.per_client {
-            return None;
-        }
-        let scope = context::scope_id(p, path, &Env::Given(env.clone()), None, None);
-        return Some(shm::stored_key(key, Some(&scope)));
-    }
-    Some(shm::stored_key(key, path))
-}
-
-/// A reply made from a snapshot's value.
-fn stored_reply(key: &str, v: shm::Stored, interval_ms: u32) -> Reply {
-    let age_ms = shm::now_ns().saturating_sub(v.updated_ns) / 1_000_000;
-    if v.error {
-        return Reply {
-            ok: false,
-            code: Some("failed".into()),
-            error: Some(format!("{key}: {}", String::from_utf8_lossy(&v.bytes))),
-            ..Reply::default()
-        };
-    }
-    let mut r = value_reply(&v.bytes);
-    if r.ok {
-        r.age_ms = Some(age_ms);
-        r.stale = Some(kernstat_daemon::server::is_stale(
-            key,
-            Duration::from_millis(age_ms),
-            Duration::from_millis(u64::from(interval_ms)),
-        ));
-    }
-    r
-}
-
 /// Answers every key: from the daemon's shared-memory snapshot where it has the key
 /// (no socket, no system call once mapped), the rest over one connection (pipelined),
-/// or computed here when no daemon runs.
+/// or computed here when no daemon runs (then the user daemon is started for next time,
+/// see `autostart`).
 fn fetch(keys: &[String], path: Option<&Path>, socket: Option<&Path>) -> Result<Vec<Reply>, i32> {
     let mut paths = Vec::with_capacity(keys.len());
     for k in keys {
@@ -157,60 +115,85 @@ fn fetch(keys: &[String], path: Option<&Path>, socket: Option<&Path>) -> Result<
             Err(e) => return Err(fail(format!("--path {e}"))),
         }
     }
-    let env = shell_env(keys.iter().map(String::as_str));
-    let mut replies: Vec<Option<Reply>> = vec![None; keys.len()];
+    let env = lookup::process_env(keys.iter().map(String::as_str));
+    let queries = queries(keys, &paths, &env);
     let sock = match socket {
-        Some(p) => Some(p.to_path_buf()),
-        None => default_socket().ok(),
+        Some(p) => Ok(p.to_path_buf()),
+        None => default_socket().map_err(|e| e.to_string()),
     };
-    if let Some(mut snap) = sock
-        .as_ref()
-        .and_then(|s| shm::Reader::open(&s.with_file_name("snapshot")).ok())
-    {
-        let interval = snap.interval_ms();
-        for (i, k) in keys.iter().enumerate() {
-            let stored = snapshot_key(k, paths[i].as_deref(), &env).and_then(|sk| snap.get(&sk));
-            if let Some(v) = stored {
-                let mut r = stored_reply(k, v, interval);
-                r.answered_by = Some("shm".into());
-                replies[i] = Some(r);
+    let fetched = match &sock {
+        Ok(s) => Lookup::new(s.clone(), Some(TIMEOUT))
+            .fetch(&queries)
+            .map_err(|e| fail(format!("daemon at {}: {e}", s.display())))?,
+        Err(why) => lookup::Fetched {
+            replies: vec![None; keys.len()],
+            unreachable: Some(why.clone()),
+        },
+    };
+    complete(
+        fetched,
+        &queries,
+        sock.ok().as_deref(),
+        socket.is_some(),
+        false,
+    )
+}
+
+/// The queries for `keys`: each with its directory, and the environment for context keys.
+pub fn queries<'a>(
+    keys: &'a [String],
+    paths: &'a [Option<String>],
+    env: &'a BTreeMap<String, String>,
+) -> Vec<Query<'a>> {
+    keys.iter()
+        .zip(paths)
+        .map(|(k, p)| Query {
+            key: k,
+            path: p.as_deref(),
+            env: context::lookup(k).is_some().then_some(env),
+        })
+        .collect()
+}
+
+/// Fills in what no daemon answered by computing it here, after saying why on stderr
+/// (unless `quiet`) and starting the user daemon for next time (unless `explicit`: a
+/// `--socket` names a daemon someone else runs).
+pub fn complete(
+    fetched: lookup::Fetched,
+    queries: &[Query<'_>],
+    socket: Option<&Path>,
+    explicit: bool,
+    quiet: bool,
+) -> Result<Vec<Reply>, i32> {
+    if let Some(why) = &fetched.unreachable {
+        let started = socket
+            .filter(|_| !explicit)
+            .and_then(autostart::start_user_daemon);
+        let then = match started {
+            Some(Ok(autostart::Started::Spawned(log))) => {
+                format!("started the user daemon (log: {})", log.display())
             }
+            Some(Ok(autostart::Started::Unit)) => "started kernstat.service".to_string(),
+            Some(Ok(autostart::Started::Busy)) => "the user daemon is starting".to_string(),
+            Some(Err(e)) => format!("could not start the user daemon: {e}"),
+            None => "`kernstat daemon` serves cached values".to_string(),
+        };
+        if !quiet {
+            eprintln!("kernstat: {why}; computed directly ({then})");
         }
     }
-    let missing: Vec<usize> = (0..keys.len()).filter(|&i| replies[i].is_none()).collect();
-    if !missing.is_empty() {
-        match connect(socket) {
-            Ok((sock, mut s)) => {
-                let _ = s.set_timeout(Some(TIMEOUT));
-                let queries: Vec<Query<'_>> = missing
-                    .iter()
-                    .map(|&i| Query {
-                        key: &keys[i],
-                        path: paths[i].as_deref(),
-                        env: context::lookup(&keys[i]).is_some().then_some(&env),
-                    })
-                    .collect();
-                let got = s
-                    .get_many(&queries)
-                    .map_err(|e| fail(format!("daemon at {}: {e}", sock.display())))?;
-                for (&i, mut r) in missing.iter().zip(got) {
-                    r.answered_by = Some("socket".into());
-                    replies[i] = Some(r);
-                }
+    let mut out = Vec::with_capacity(queries.len());
+    for (q, r) in queries.iter().zip(fetched.replies) {
+        out.push(match r {
+            Some(r) => r,
+            None => {
+                let mut r = direct(q.key, q.path).map_err(fail)?;
+                r.answered_by = Some("direct".into());
+                r
             }
-            Err(why) => {
-                eprintln!(
-                    "kernstat: {why}; computed directly (`kernstat daemon` serves cached values)"
-                );
-                for &i in &missing {
-                    let mut r = direct(&keys[i], paths[i].as_deref()).map_err(fail)?;
-                    r.answered_by = Some("direct".into());
-                    replies[i] = Some(r);
-                }
-            }
-        }
+        });
     }
-    Ok(replies.into_iter().map(Option::unwrap_or_default).collect())
+    Ok(out)
 }
 
 /// `kernstat get`.
@@ -352,22 +335,7 @@ pub fn eval(args: &EvalArgs) -> i32 {
 }
 
 fn value_reply(json: &[u8]) -> Reply {
-    let data: Option<serde_json::Value> = serde_json::from_slice(json).ok();
-    match data {
-        Some(serde_json::Value::Null) | None => Reply {
-            ok: false,
-            code: Some("no_data".into()),
-            error: Some("no data".into()),
-            ..Reply::default()
-        },
-        Some(v) => Reply {
-            ok: true,
-            data: Some(v),
-            age_ms: Some(0),
-            stale: Some(false),
-            ..Reply::default()
-        },
-    }
+    Reply::from_json(json)
 }
 
 fn unknown(key: &str) -> Reply {
@@ -471,7 +439,7 @@ pub fn watch(args: &WatchArgs) -> i32 {
         Ok(c) => c,
         Err(why) => return fail(format!("{why}; start one with `kernstat daemon`")),
     };
-    let env = shell_env([args.key.as_str()]);
+    let env = lookup::process_env([args.key.as_str()]);
     let query = Query {
         key: &args.key,
         path: path.as_deref(),

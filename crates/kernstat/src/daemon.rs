@@ -52,6 +52,7 @@ fn chown(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
 
 /// Runs `kernstat daemon`; returns the exit status.
 pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
+    crate::autostart::adopt_lock();
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     if args.system && euid != 0 {

@@ -5,6 +5,7 @@
 //! error (status 0).
 
 mod alloc;
+mod autostart;
 mod bar;
 mod cli;
 mod client;
@@ -14,6 +15,7 @@ mod docs;
 mod doctor;
 mod exporter;
 mod format;
+mod init;
 mod instance;
 mod interval;
 mod privileges;
@@ -21,6 +23,7 @@ mod ps;
 mod runqlat;
 mod sandbox;
 mod selfcost;
+mod session;
 mod signals;
 mod snapshot;
 mod stdout;
@@ -44,6 +47,8 @@ fn main() {
         cli::Command::Eval(a) => Ok(client::eval(a)),
         cli::Command::Put(a) => Ok(client::put(a)),
         cli::Command::Watch(a) => Ok(client::watch(a)),
+        cli::Command::Session(a) => session::run(a),
+        cli::Command::Init(a) => init::run(a),
         cli::Command::Status(a) => Ok(client::status(a)),
         cli::Command::Doctor(a) => doctor::run(a),
         cli::Command::Completions(a) => docs::completions(a),

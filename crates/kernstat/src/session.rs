@@ -1,0 +1,178 @@
+//! `kernstat session`: requests on stdin, values on stdout, one process and one
+//! connection for as long as a shell lives — what bash's prompt hook runs as a
+//! `coproc`, so that drawing a prompt forks nothing.
+//!
+//! A line-based protocol a shell can speak with builtins only (fields separated by a
+//! TAB; in fields, `\\`, `\n` and `\t` stand for a backslash, a newline and a TAB):
+//!
+//! - `get DIR KEY...`: one line per KEY, its value as text (strings bare, numbers and
+//!   objects as JSON; newlines and other control characters as spaces, so that a
+//!   value is always one line), an empty line for a key without a value or with an
+//!   error. DIR is the shell's directory, for per-directory keys.
+//! - `env NAME VALUE` sets, `env NAME` unsets, a variable the context providers read
+//!   (the shell sends those it changed); no reply.
+//!
+//! Values come from the shared-memory snapshot first and the kept connection for the
+//! rest (`kernstat_daemon::Lookup`: it reconnects after a daemon restart); with no
+//! daemon they are computed here, and the user daemon is started (see `autostart`).
+//! Errors go to stderr, one line, and never end the session; end of input ends it.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Write};
+use std::path::Path;
+
+use kernstat_daemon::providers::context;
+use kernstat_daemon::{default_socket, Lookup, Reply};
+
+use crate::cli::SessionArgs;
+use crate::{client, format};
+
+/// `kernstat session`.
+pub fn run(args: &SessionArgs) -> anyhow::Result<i32> {
+    let explicit = args.socket.socket.is_some();
+    let socket = match &args.socket.socket {
+        Some(p) => Some(p.clone()),
+        None => default_socket().ok(),
+    };
+    let mut state = Session {
+        lookup: socket.map(|s| Lookup::new(s, Some(client::TIMEOUT))),
+        explicit,
+        env: BTreeMap::new(),
+        warned: false,
+    };
+    let stdin = io::stdin().lock();
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    for line in stdin.split(b'\n') {
+        let line = line?;
+        let line = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(&line));
+        let fields: Vec<String> = line.split('\t').map(unescape).collect();
+        match fields.first().map(String::as_str) {
+            Some("get") if fields.len() >= 2 => {
+                for v in state.get(&fields[1], &fields[2..]) {
+                    out.write_all(v.as_bytes())?;
+                    out.write_all(b"\n")?;
+                }
+                out.flush()?;
+            }
+            Some("env") if fields.len() == 2 => {
+                state.env.remove(&fields[1]);
+            }
+            Some("env") if fields.len() == 3 => {
+                state.env.insert(fields[1].clone(), fields[2].clone());
+            }
+            Some("") if fields.len() == 1 => {}
+            _ => eprintln!(
+                "kernstat session: not a request: {line:?} (get DIR KEY..., env NAME [VALUE])"
+            ),
+        }
+    }
+    Ok(0)
+}
+
+struct Session {
+    lookup: Option<Lookup>,
+    explicit: bool,
+    /// The shell's variables, as it sent them.
+    env: BTreeMap<String, String>,
+    /// Said once that there is no daemon (until one answers again).
+    warned: bool,
+}
+
+impl Session {
+    /// One line of text per key (empty: no value).
+    fn get(&mut self, dir: &str, keys: &[String]) -> Vec<String> {
+        let paths: Vec<Option<String>> = keys
+            .iter()
+            .map(|k| {
+                kernstat_daemon::providers::path_scoped(k)
+                    .then(|| Path::new(dir).canonicalize().ok())
+                    .flatten()
+                    .map(|p| p.to_string_lossy().into_owned())
+            })
+            .collect();
+        let wanted = context::env_for(keys.iter().map(String::as_str));
+        let env: BTreeMap<String, String> = self
+            .env
+            .iter()
+            .filter(|(k, _)| wanted.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let queries = client::queries(keys, &paths, &env);
+        let fetched = match &mut self.lookup {
+            Some(l) => match l.fetch(&queries) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("kernstat session: daemon at {}: {e}", l.socket().display());
+                    return vec![String::new(); keys.len()];
+                }
+            },
+            None => kernstat_daemon::lookup::Fetched {
+                replies: vec![None; keys.len()],
+                unreachable: Some("no usable runtime directory".into()),
+            },
+        };
+        if fetched.unreachable.is_none() {
+            self.warned = false;
+        }
+        let quiet = std::mem::replace(&mut self.warned, fetched.unreachable.is_some());
+        let socket = self.lookup.as_ref().map(|l| l.socket().to_path_buf());
+        let replies = client::complete(fetched, &queries, socket.as_deref(), self.explicit, quiet)
+            .unwrap_or_else(|_| vec![Reply::default(); keys.len()]);
+        keys.iter()
+            .zip(&paths)
+            .zip(replies)
+            .map(|((k, p), r)| {
+                // A per-directory key in a directory that is gone has no value.
+                if kernstat_daemon::providers::path_scoped(k) && p.is_none() {
+                    return String::new();
+                }
+                r.data
+                    .filter(|_| r.ok)
+                    .map(|v| one_line(&format::text(&v)))
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+}
+
+/// Control characters (a newline in a value) as spaces: one value, one line.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// `\\`, `\n`, `\t` in a request's field.
+fn unescape(field: &str) -> String {
+    if !field.contains('\\') {
+        return field.to_string();
+    }
+    let mut out = String::with_capacity(field.len());
+    let mut chars = field.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_unescape_and_values_stay_on_one_line() {
+        assert_eq!(unescape(r"a\\b\nc\td"), "a\\b\nc\td");
+        assert_eq!(unescape(r"plain"), "plain");
+        assert_eq!(unescape(r"end\"), "end\\");
+        assert_eq!(one_line("two\nlines\r\tx"), "two lines  x");
+    }
+}

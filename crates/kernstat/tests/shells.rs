@@ -1,0 +1,511 @@
+//! The prompt hooks in real shells: zsh and bash, interactive in a tmux pane of a
+//! private tmux server, with a prompt that shows `KS_GIT_BRANCH` and a `var.` key the
+//! test puts. The prompt follows `git checkout -b`, survives a daemon restart, and —
+//! counted by the kernel through strace attached to the shell — draws new values
+//! without forking. Also `kernstat session` on its own, fish's hook, and autostart (one
+//! daemon for many clients at once, none with KERNSTAT_NO_AUTOSTART).
+
+mod common;
+use common::{command, kernstat, private_runtime_dir};
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A daemon process, SIGKILLed if a failing test did not stop it.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A daemon on `sock` (procfs, short interval), ready when `get` answers from it.
+fn daemon_on(sock: &Path) -> Daemon {
+    let child = command()
+        .args(["daemon", "--no-bpf", "--interval", "0.5", "--socket"])
+        .arg(sock)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start kernstat daemon");
+    let child = Daemon(child);
+    let t = Instant::now();
+    while !ask_ok(sock) {
+        assert!(t.elapsed() < Duration::from_secs(20), "no daemon came up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+fn ask_ok(sock: &Path) -> bool {
+    command()
+        .args(["get", "--json", "uname.release", "--socket"])
+        .arg(sock)
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("\"answered_by\":\"s"))
+}
+
+fn stop(mut d: Daemon) {
+    // SAFETY: kill with a valid signal.
+    unsafe { libc::kill(d.0.id() as i32, libc::SIGTERM) };
+    let _ = d.0.wait();
+}
+
+fn put(sock: &Path, key: &str, value: &str) {
+    let st = command()
+        .args(["put", key, value, "--socket"])
+        .arg(sock)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let st = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .status()
+        .unwrap();
+    assert!(st.success(), "git {args:?}");
+}
+
+fn repo(dir: &Path) -> PathBuf {
+    let r = dir.join("repo");
+    std::fs::create_dir_all(&r).unwrap();
+    git(&r, &["init", "-q", "-b", "main"]);
+    git(&r, &["commit", "-q", "--allow-empty", "-m", "first"]);
+    r
+}
+
+/// A private tmux server with one pane running `shell`; killed on drop.
+struct Pane {
+    socket: PathBuf,
+}
+
+impl Pane {
+    fn start(dir: &Path, cwd: &Path, env: &[(&str, &str)], shell: &[&str]) -> Pane {
+        let socket = dir.join("tmux.sock");
+        let st = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args([
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "160",
+                "-y",
+                "40",
+            ])
+            .arg("-c")
+            .arg(cwd)
+            .args(shell)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap())
+            .env("TERM", "xterm-256color")
+            .env("HOME", dir)
+            .env("XDG_RUNTIME_DIR", private_runtime_dir())
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env("KERNSTAT_NO_AUTOSTART", "1")
+            .envs(env.iter().copied())
+            .status()
+            .unwrap();
+        assert!(st.success(), "tmux new-session");
+        Pane { socket }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn send(&self, keys: &str) {
+        self.tmux(&["send-keys", "-t", "0", "-l", keys]);
+        self.tmux(&["send-keys", "-t", "0", "Enter"]);
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "0"])
+    }
+
+    /// The last prompt on screen (the last line that is not empty).
+    fn last_line(&self) -> String {
+        self.screen()
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// Until the last prompt shows `want` (pressing Enter now and then: a prompt is
+    /// drawn on Enter). Panics with the screen after 15 s.
+    fn wait_prompt(&self, want: &str) {
+        let t = Instant::now();
+        let mut n = 0;
+        loop {
+            if self.last_line().contains(want) {
+                return;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(15),
+                "prompt never showed {want:?}:\n{}",
+                self.screen()
+            );
+            n += 1;
+            if n % 10 == 0 {
+                self.send("");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn shell_pid(&self) -> i32 {
+        self.tmux(&["display-message", "-p", "-t", "0", "#{pane_pid}"])
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+/// strace attached to `pid` (and what it starts), recording process creation.
+struct ForkTrace {
+    child: Child,
+    out: PathBuf,
+}
+
+impl ForkTrace {
+    /// Detaches and returns the process creations it saw.
+    fn finish(mut self) -> Vec<String> {
+        // SAFETY: kill with a valid signal (SIGINT: strace detaches and exits).
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let _ = self.child.wait();
+        std::fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| {
+                ["clone", "fork", "vfork"]
+                    .iter()
+                    .any(|c| l.contains(&format!("{c}(")))
+            })
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// strace prints "Process N attached" on stderr (without -qq): waits for it, so that
+/// nothing the test does next happens before the tracer is there.
+fn attach_tracer(pid: i32, out: PathBuf) -> ForkTrace {
+    let mut child = Command::new("strace")
+        .args(["-f", "-e", "trace=fork,vfork,clone,clone3", "-o"])
+        .arg(&out)
+        .args(["-p", &pid.to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let t = Instant::now();
+    while !line.contains("attached") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "strace ended: {line}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    ForkTrace { child, out }
+}
+
+/// The whole scenario for one shell, whose rc file `rc` evaluates kernstat's hook and
+/// sets a prompt `<${KS_GIT_BRANCH}|${KS_VAR_RENDER}>`.
+fn prompt_scenario(shell: &str, rc_name: &str, rc_body: &str, argv: &[&str]) {
+    if !kernstat_testkit::tool_gate(shell)
+        || !kernstat_testkit::tool_gate("tmux")
+        || !kernstat_testkit::tool_gate("strace")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("run/sock");
+    let mut d = daemon_on(&sock);
+    let r = repo(dir.path());
+    let rc = dir.path().join(rc_name);
+    std::fs::write(
+        &rc,
+        rc_body
+            .replace("@KS@", kernstat().to_str().unwrap())
+            .replace("@SOCK@", sock.to_str().unwrap()),
+    )
+    .unwrap();
+    let argv: Vec<String> = argv
+        .iter()
+        .map(|a| a.replace("@RC@", rc.to_str().unwrap()))
+        .collect();
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let zdotdir = dir.path().to_str().unwrap().to_string();
+    let pane = Pane::start(dir.path(), &r, &[("ZDOTDIR", &zdotdir)], &argv);
+
+    pane.wait_prompt("<main|>");
+    put(&sock, "var.render", "one");
+    pane.send("");
+    pane.wait_prompt("<main|one>");
+
+    // New values, drawn with no process created: the kernel's count via strace.
+    let trace = attach_tracer(pane.shell_pid(), dir.path().join(format!("{shell}.trace")));
+    put(&sock, "var.render", "two");
+    for _ in 0..3 {
+        pane.send("");
+    }
+    pane.wait_prompt("<main|two>");
+    for _ in 0..3 {
+        pane.send("");
+    }
+    pane.wait_prompt("<main|two>");
+    let forks = trace.finish();
+    assert!(
+        forks.is_empty(),
+        "{shell} forked while drawing prompts: {forks:?}"
+    );
+
+    // The branch follows a checkout.
+    pane.send("git checkout -q -b feature");
+    pane.wait_prompt("<feature|two>");
+
+    // The daemon restarts: the hook finds the new one.
+    stop(d);
+    d = daemon_on(&sock);
+    put(&sock, "var.render", "three");
+    pane.send("");
+    pane.wait_prompt("<feature|three>");
+    pane.send("git checkout -q -b third");
+    pane.wait_prompt("<third|three>");
+    pane.send("exit");
+    stop(d);
+}
+
+#[test]
+fn zsh_prompt_follows_the_branch_survives_a_restart_and_forks_nothing() {
+    prompt_scenario(
+        "zsh",
+        ".zshrc",
+        "eval \"$('@KS@' init zsh --socket '@SOCK@' --keys git.branch,var.render)\"\n\
+         setopt prompt_subst\n\
+         PS1='<${KS_GIT_BRANCH}|${KS_VAR_RENDER}>%# '\n",
+        &["zsh", "-d", "-i"],
+    );
+}
+
+#[test]
+fn bash_prompt_follows_the_branch_survives_a_restart_and_forks_nothing() {
+    prompt_scenario(
+        "bash",
+        "bashrc",
+        "eval \"$('@KS@' init bash --socket '@SOCK@' --keys git.branch,var.render)\"\n\
+         PS1='<${KS_GIT_BRANCH}|${KS_VAR_RENDER}>\\$ '\n",
+        &["bash", "--noprofile", "--rcfile", "@RC@", "-i"],
+    );
+}
+
+#[test]
+fn fish_sets_the_values_before_each_prompt() {
+    if !kernstat_testkit::tool_gate("fish") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("run/sock");
+    let d = daemon_on(&sock);
+    let r = repo(dir.path());
+    put(&sock, "var.fish", "a b");
+    let out = Command::new("fish")
+        .args(["--no-config", "-c"])
+        .arg(format!(
+            "{} init fish --socket {} --keys git.branch,var.fish,load.one | source; \
+             emit fish_prompt; echo \"[$KS_GIT_BRANCH][$KS_VAR_FISH]\"; \
+             git checkout -q -b other; \
+             for i in (seq 200); emit fish_prompt; test \"$KS_GIT_BRANCH\" = other; and break; sleep 0.05; end; \
+             echo \"[$KS_GIT_BRANCH]\"",
+            kernstat().display(),
+            sock.display()
+        ))
+        .current_dir(&r)
+        .env("XDG_RUNTIME_DIR", private_runtime_dir())
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "[main][a b]\n[other]\n"
+    );
+    stop(d);
+}
+
+/// `kernstat session` speaks its line protocol: values for the directory sent, the
+/// variables sent (a context under another KUBECONFIG), empty lines for keys without a
+/// value, and it carries on across a daemon restart.
+#[test]
+fn session_answers_lines_follows_env_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("run/sock");
+    let mut d = daemon_on(&sock);
+    let r = repo(dir.path());
+    let kube = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kube,
+        "apiVersion: v1\nkind: Config\ncurrent-context: prod\ncontexts:\n- name: prod\n  context: {cluster: c, user: u}\n",
+    )
+    .unwrap();
+    let mut s = command()
+        .args(["session", "--socket"])
+        .arg(&sock)
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = s.stdin.take().unwrap();
+    let mut output = BufReader::new(s.stdout.take().unwrap());
+    let mut ask = |line: String, n: usize| -> Vec<String> {
+        input.write_all(line.as_bytes()).unwrap();
+        input.flush().unwrap();
+        (0..n)
+            .map(|_| {
+                let mut l = String::new();
+                output.read_line(&mut l).unwrap();
+                l.trim_end_matches('\n').to_string()
+            })
+            .collect()
+    };
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let got = ask(
+        format!(
+            "get\t{}\tgit.branch\tuname.release\tbattery.nope\tkubecontext.context\n",
+            r.display()
+        ),
+        4,
+    );
+    assert_eq!(got, ["main", release.trim(), "", ""]);
+    let got = ask(
+        format!(
+            "env\tKUBECONFIG\t{}\nget\t/\tkubecontext.context\tgit.branch\n",
+            kube.display()
+        ),
+        2,
+    );
+    assert_eq!(got, ["prod", ""], "a context under the variable sent");
+    let got = ask("env\tKUBECONFIG\nget\t/\tkubecontext.context\n".into(), 1);
+    assert_eq!(got, [""], "unset again");
+    stop(d);
+    d = daemon_on(&sock);
+    put(&sock, "var.after", "restart");
+    let got = ask(format!("get\t{}\tvar.after\tgit.branch\n", r.display()), 2);
+    assert_eq!(got, ["restart", "main"]);
+    drop(input);
+    assert!(s.wait().unwrap().success());
+    stop(d);
+}
+
+/// With no daemon, many `get`s at once start exactly one (the lock), which then
+/// answers; with KERNSTAT_NO_AUTOSTART=1 none is started.
+#[test]
+fn autostart_starts_one_user_daemon_for_many_clients() {
+    let rt = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(rt.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let sock = rt.path().join("kernstat/sock");
+    let get = |off: bool| {
+        let mut c = command();
+        c.args(["get", "uname.release"])
+            .env("XDG_RUNTIME_DIR", rt.path())
+            .env("XDG_CONFIG_HOME", rt.path().join("config"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if off {
+            c.env("KERNSTAT_NO_AUTOSTART", "1");
+        } else {
+            c.env_remove("KERNSTAT_NO_AUTOSTART");
+        }
+        c
+    };
+    let out = get(true).output().unwrap();
+    assert!(out.status.success());
+    assert!(!sock.exists(), "KERNSTAT_NO_AUTOSTART=1 started a daemon");
+
+    let clients: Vec<Child> = (0..8).map(|_| get(false).spawn().unwrap()).collect();
+    let mut said = String::new();
+    for c in clients {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        said.push_str(&String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(said.contains("started the user daemon"), "{said}");
+    let daemons = || -> Vec<i32> {
+        let want = format!("XDG_RUNTIME_DIR={}", rt.path().display());
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                cmd.split(|&b| b == 0).nth(1) == Some(b"daemon")
+                    && env.split(|&b| b == 0).any(|v| v == want.as_bytes())
+            })
+            .collect()
+    };
+    let t = Instant::now();
+    while !ask_ok(&sock) {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the started daemon never answered"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let found = daemons();
+    assert_eq!(found.len(), 1, "one daemon for eight clients: {found:?}");
+    // Another client now is answered by it, and starts nothing.
+    let out = get(false).output().unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(daemons(), found);
+    // SAFETY: kill with a valid signal.
+    unsafe { libc::kill(found[0], libc::SIGTERM) };
+    let t = Instant::now();
+    while !daemons().is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the daemon did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
