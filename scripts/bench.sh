@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm (default: all). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm prompt (default: all). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -401,6 +401,47 @@ section_shm() {
   rm -rf "$dir"
 }
 
+# Issue 11's figures: the CPU of one read from shared memory vs the socket (client and
+# daemon), `kernstat get` as a process beside /bin/true, and a zsh prompt render showing
+# git.branch, git.dirty and load.one (median of 200 precmd runs timed with
+# $EPOCHREALTIME): kernstat's hook vs three $(kernstat get) vs three $(comb get) when
+# beachcomber is installed. The daemons and the shells are pinned to CPU 0.
+section_prompt() {
+  echo "== one read: shared memory vs socket (pinned to CPU 0)"
+  local dir ks; dir=$(mktemp -d); ks=$(realpath "$K")
+  cargo build --release -q --example read_cost -p kernstat-daemon
+  taskset -c 0 $K daemon --no-bpf --socket "$dir/sock" 2>/dev/null &
+  local p=$!
+  trap "kill -TERM $p 2>/dev/null || true" EXIT
+  while [ ! -e "$dir/snapshot" ]; do sleep 0.1; done
+  sleep 2.5
+  taskset -c 0 target/release/examples/read_cost "$dir/sock" 400000
+  echo "== kernstat get vs /bin/true (hyperfine -N, 1,000 runs, pinned)"
+  taskset -c 0 hyperfine -N -w 50 -r 1000 /bin/true "$K get uname.release --socket $dir/sock" | grep -E "Time \(mean|^Benchmark"
+  echo "== zsh prompt render: git.branch git.dirty load.one (median of 200, µs, pinned)"
+  git -C "$dir" init -q repo && git -C "$dir/repo" -c user.name=b -c user.email=b@b commit -q --allow-empty -m x
+  local comb; comb=$(command -v comb || true)
+  [ -n "$comb" ] && (cd "$dir/repo" && $comb get git.branch >/dev/null && $comb get load.one >/dev/null; sleep 1)
+  (cd "$dir/repo" && taskset -c 0 zsh -f -c '
+    K=$1 S=$2 comb=$3
+    eval "$($K init zsh --socket $S --keys git.branch,git.dirty,load.one)"
+    zmodload zsh/datetime
+    median() { local -a t; local i s; for i in {1..20}; do $1; done
+      for i in {1..200}; do s=$EPOCHREALTIME; $1; t+=($(( (EPOCHREALTIME - s) * 1e6 ))); done
+      t=(${(on)t}); printf "%-34s %8.1f
+" "$2" $t[100]; }
+    one_get() { a=$($K get --socket $S git.branch git.dirty load.one); }
+    three_gets() { a=$($K get --socket $S git.branch); b=$($K get --socket $S git.dirty); c=$($K get --socket $S load.one); }
+    one_comb() { a=$($comb get git.branch git.dirty load.one); }
+    median _ks_precmd "kernstat zsh hook"
+    median one_get "one \$(kernstat get K1 K2 K3)"
+    median three_gets "three \$(kernstat get K)"
+    [[ -n $comb ]] && median one_comb "one \$(comb get K1 K2 K3) (beachcomber)"
+  ' zsh "$ks" "$dir/sock" "$comb")
+  kill -TERM $p; wait $p 2>/dev/null || true
+  rm -rf "$dir"
+}
+
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm prompt)
 for s in "${sections[@]}"; do "section_$s"; done

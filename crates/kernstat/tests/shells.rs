@@ -6,64 +6,12 @@
 //! daemon for many clients at once, none with KERNSTAT_NO_AUTOSTART).
 
 mod common;
-use common::{command, kernstat, private_runtime_dir};
+use common::{answers as ask_ok, command, kernstat, private_runtime_dir, put, SocketDaemon};
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A daemon process, SIGKILLed if a failing test did not stop it.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A daemon on `sock` (procfs, short interval), ready when `get` answers from it.
-fn daemon_on(sock: &Path) -> Daemon {
-    let child = command()
-        .args(["daemon", "--no-bpf", "--interval", "0.5", "--socket"])
-        .arg(sock)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start kernstat daemon");
-    let child = Daemon(child);
-    let t = Instant::now();
-    while !ask_ok(sock) {
-        assert!(t.elapsed() < Duration::from_secs(20), "no daemon came up");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-}
-
-fn ask_ok(sock: &Path) -> bool {
-    command()
-        .args(["get", "--json", "uname.release", "--socket"])
-        .arg(sock)
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("\"answered_by\":\"s"))
-}
-
-fn stop(mut d: Daemon) {
-    // SAFETY: kill with a valid signal.
-    unsafe { libc::kill(d.0.id() as i32, libc::SIGTERM) };
-    let _ = d.0.wait();
-}
-
-fn put(sock: &Path, key: &str, value: &str) {
-    let st = command()
-        .args(["put", key, value, "--socket"])
-        .arg(sock)
-        .status()
-        .unwrap();
-    assert!(st.success());
-}
 
 fn git(dir: &Path, args: &[&str]) {
     let st = Command::new("git")
@@ -253,7 +201,7 @@ fn prompt_scenario(shell: &str, rc_name: &str, rc_body: &str, argv: &[&str]) {
     }
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("run/sock");
-    let mut d = daemon_on(&sock);
+    let mut d = SocketDaemon::on(&sock);
     let r = repo(dir.path());
     let rc = dir.path().join(rc_name);
     std::fs::write(
@@ -298,15 +246,15 @@ fn prompt_scenario(shell: &str, rc_name: &str, rc_body: &str, argv: &[&str]) {
     pane.wait_prompt("<feature|two>");
 
     // The daemon restarts: the hook finds the new one.
-    stop(d);
-    d = daemon_on(&sock);
+    d.stop();
+    d = SocketDaemon::on(&sock);
     put(&sock, "var.render", "three");
     pane.send("");
     pane.wait_prompt("<feature|three>");
     pane.send("git checkout -q -b third");
     pane.wait_prompt("<third|three>");
     pane.send("exit");
-    stop(d);
+    d.stop();
 }
 
 #[test]
@@ -339,7 +287,7 @@ fn fish_sets_the_values_before_each_prompt() {
     }
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("run/sock");
-    let d = daemon_on(&sock);
+    let d = SocketDaemon::on(&sock);
     let r = repo(dir.path());
     put(&sock, "var.fish", "a b");
     let out = Command::new("fish")
@@ -363,7 +311,7 @@ fn fish_sets_the_values_before_each_prompt() {
         String::from_utf8_lossy(&out.stdout),
         "[main][a b]\n[other]\n"
     );
-    stop(d);
+    d.stop();
 }
 
 /// `kernstat session` speaks its line protocol: values for the directory sent, the
@@ -373,7 +321,7 @@ fn fish_sets_the_values_before_each_prompt() {
 fn session_answers_lines_follows_env_and_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("run/sock");
-    let mut d = daemon_on(&sock);
+    let mut d = SocketDaemon::on(&sock);
     let r = repo(dir.path());
     let kube = dir.path().join("kubeconfig");
     std::fs::write(
@@ -421,14 +369,14 @@ fn session_answers_lines_follows_env_and_survives_a_restart() {
     assert_eq!(got, ["prod", ""], "a context under the variable sent");
     let got = ask("env\tKUBECONFIG\nget\t/\tkubecontext.context\n".into(), 1);
     assert_eq!(got, [""], "unset again");
-    stop(d);
-    d = daemon_on(&sock);
+    d.stop();
+    d = SocketDaemon::on(&sock);
     put(&sock, "var.after", "restart");
     let got = ask(format!("get\t{}\tvar.after\tgit.branch\n", r.display()), 2);
     assert_eq!(got, ["restart", "main"]);
     drop(input);
     assert!(s.wait().unwrap().success());
-    stop(d);
+    d.stop();
 }
 
 /// With no daemon, many `get`s at once start exactly one (the lock), which then

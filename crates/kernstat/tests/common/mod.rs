@@ -259,3 +259,61 @@ impl Drop for DaemonProc {
         let _ = self.child.wait();
     }
 }
+
+/// A daemon process on a socket the test chose, SIGKILLed if the test did not stop it.
+pub struct SocketDaemon(pub Child);
+
+impl Drop for SocketDaemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl SocketDaemon {
+    /// `kernstat daemon --no-bpf --interval 0.5 --socket SOCK`, returned once `get`
+    /// is answered by it (from its snapshot or its socket).
+    pub fn on(sock: &Path) -> SocketDaemon {
+        let child = command()
+            .args(["daemon", "--no-bpf", "--interval", "0.5", "--socket"])
+            .arg(sock)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start kernstat daemon");
+        let d = SocketDaemon(child);
+        let t = Instant::now();
+        while !answers(sock) {
+            assert!(t.elapsed() < Duration::from_secs(20), "no daemon came up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        d
+    }
+
+    /// SIGTERM (a clean stop), and waits.
+    pub fn stop(mut self) {
+        // SAFETY: kill with a valid signal.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether a daemon at `sock` answers `get` (from its snapshot or its socket).
+pub fn answers(sock: &Path) -> bool {
+    command()
+        .args(["get", "--json", "uname.release", "--socket"])
+        .arg(sock)
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("\"answered_by\":\"s"))
+}
+
+/// `kernstat put KEY VALUE --socket SOCK`, which must succeed.
+pub fn put(sock: &Path, key: &str, value: &str) {
+    let st = command()
+        .args(["put", key, value, "--socket"])
+        .arg(sock)
+        .status()
+        .unwrap();
+    assert!(st.success(), "put {key}");
+}
