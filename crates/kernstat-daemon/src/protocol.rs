@@ -156,28 +156,22 @@ pub fn write_value(out: &mut Vec<u8>, data: &[u8], age_ms: u64, stale: bool) {
     });
 }
 
-/// Appends a `get` reply (`reply`, one JSON line) as the `text` form of the request:
-/// the value as one line of text, or an empty line.
-pub fn write_text(out: &mut Vec<u8>, reply: &[u8]) {
-    #[derive(Deserialize)]
-    struct Answer {
-        ok: bool,
-        #[serde(default)]
-        data: Option<serde_json::Value>,
+/// Appends a value (`data`, JSON) as the `text` form of a `get`: strings bare (JSON
+/// escapes decoded), anything else as its JSON, control characters as spaces, and a
+/// newline. Only a string is parsed; a number or an object is copied as it is.
+pub fn write_text(out: &mut Vec<u8>, data: &[u8]) {
+    let start = out.len();
+    match data.first() {
+        Some(b'"') => match serde_json::from_slice::<std::borrow::Cow<'_, str>>(data) {
+            Ok(s) => out.extend_from_slice(s.as_bytes()),
+            Err(_) => out.extend_from_slice(data),
+        },
+        _ => out.extend_from_slice(data),
     }
-    if let Ok(Answer {
-        ok: true,
-        data: Some(v),
-    }) = serde_json::from_slice(reply)
-    {
-        let text = match v {
-            serde_json::Value::String(s) => s,
-            other => other.to_string(),
-        };
-        out.extend(
-            text.bytes()
-                .map(|b| if b.is_ascii_control() { b' ' } else { b }),
-        );
+    for b in &mut out[start..] {
+        if b.is_ascii_control() {
+            *b = b' ';
+        }
     }
     out.push(b'\n');
 }
@@ -215,11 +209,10 @@ mod tests {
         );
         assert_eq!(parse(br#"{"op":"hello"}"#).unwrap(), Request::Hello);
         let mut out = Vec::new();
-        write_text(&mut out, br#"{"ok":true,"data":"a\nb \"c\"","age_ms":1}"#);
-        write_text(&mut out, br#"{"ok":true,"data":0.5,"age_ms":1}"#);
-        write_text(&mut out, br#"{"ok":true,"data":{"x":[1]}}"#);
-        write_text(&mut out, br#"{"ok":false,"code":"no_data","error":"none"}"#);
-        assert_eq!(out, b"a b \"c\"\n0.5\n{\"x\":[1]}\n\n");
+        write_text(&mut out, br#""a\nb \"c\" \u00e9""#);
+        write_text(&mut out, br#"0.5"#);
+        write_text(&mut out, br#"{"x":[1]}"#);
+        assert_eq!(out, "a b \"c\" \u{e9}\n0.5\n{\"x\":[1]}\n".as_bytes());
         assert_eq!(
             parse(br#"{"op":"refresh"}"#).unwrap(),
             Request::Refresh {

@@ -391,18 +391,15 @@ impl Daemon {
                     env: env.as_ref(),
                     peer,
                 };
-                if !text {
-                    if let Err(why) = check_env(ask.env) {
-                        return protocol::write_error(out, Code::BadRequest, &why);
-                    }
-                    return self.respond_get(key, &ask, out).await;
+                match (check_env(ask.env), text) {
+                    (Err(why), false) => protocol::write_error(out, Code::BadRequest, &why),
+                    (Err(_), true) => out.push(b'\n'),
+                    (Ok(()), false) => self.respond_get(key, &ask, out).await,
+                    (Ok(()), true) => match self.answer_get(key, &ask).await {
+                        GetAnswer::Value(e, _) => protocol::write_text(out, &e.json),
+                        GetAnswer::Error(..) => out.push(b'\n'),
+                    },
                 }
-                let mut reply = Vec::with_capacity(128);
-                match check_env(ask.env) {
-                    Err(why) => protocol::write_error(&mut reply, Code::BadRequest, &why),
-                    Ok(()) => self.respond_get(key, &ask, &mut reply).await,
-                }
-                protocol::write_text(out, &reply)
             }
             Request::List => {
                 let keys = serde_json::to_vec(&self.cache.keys()).unwrap_or_default();
@@ -450,39 +447,56 @@ impl Daemon {
         }
     }
 
-    async fn respond_get(self: &Arc<Self>, key: &str, ask: &Asking<'_>, out: &mut Vec<u8>) {
+    /// A `get`'s answer, before it is written as JSON or as text.
+    async fn answer_get(self: &Arc<Self>, key: &str, ask: &Asking<'_>) -> GetAnswer {
         let path = ask.path;
         if let Some((p, _)) = context::lookup(key).filter(|(p, _)| self.settings().disabled(p.name))
         {
             let why = format!("{} is switched off in the config file", p.name);
-            return protocol::write_error(out, Code::NoData, &why);
+            return GetAnswer::Error(Code::NoData, why);
         }
         let needs_path = key.starts_with("git.")
             || key == "git"
             || context::lookup(key).is_some_and(|(p, _)| p.scope == Scope::Path);
         match self.value(key, ask).await {
-            Some(e) if e.error.is_some() => protocol::write_error(
-                out,
+            Some(e) if e.error.is_some() => GetAnswer::Error(
                 Code::Failed,
-                &format!("{key}: {}", e.error.as_deref().unwrap_or("failed")),
+                format!("{key}: {}", e.error.as_deref().unwrap_or("failed")),
             ),
             Some(e) if &*e.json == b"null" => {
-                protocol::write_error(out, Code::NoData, &format!("no data for {key}"))
+                GetAnswer::Error(Code::NoData, format!("no data for {key}"))
             }
-            Some(e) => protocol::write_value(out, &e.json, e.age_ms(), self.stale(&e, key)),
+            Some(e) => {
+                let stale = self.stale(&e, key);
+                GetAnswer::Value(e, stale)
+            }
             None if needs_path && path.is_none() => {
-                protocol::write_error(out, Code::BadRequest, &format!("{key} needs a path"))
+                GetAnswer::Error(Code::BadRequest, format!("{key} needs a path"))
             }
             None if self.known(key) || !crate::providers::keys_under(key).is_empty() => {
-                protocol::write_error(out, Code::NoData, &format!("no data for {key}"))
+                GetAnswer::Error(Code::NoData, format!("no data for {key}"))
             }
-            None => protocol::write_error(
-                out,
+            None => GetAnswer::Error(
                 Code::UnknownKey,
-                &format!("unknown key {key:?} (the list op names the keys)"),
+                format!("unknown key {key:?} (the list op names the keys)"),
             ),
         }
     }
+
+    async fn respond_get(self: &Arc<Self>, key: &str, ask: &Asking<'_>, out: &mut Vec<u8>) {
+        match self.answer_get(key, ask).await {
+            GetAnswer::Value(e, stale) => protocol::write_value(out, &e.json, e.age_ms(), stale),
+            GetAnswer::Error(code, why) => protocol::write_error(out, code, &why),
+        }
+    }
+}
+
+/// What a `get` found.
+enum GetAnswer {
+    /// The value, and whether it is stale.
+    Value(Arc<Entry>, bool),
+    /// Why there is none.
+    Error(Code, String),
 }
 
 /// Whether a value of `key` this old is stale for a daemon sampling every `interval`:

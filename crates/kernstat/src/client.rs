@@ -59,7 +59,7 @@ fn key_path(key: &str, path: Option<&Path>) -> io::Result<Option<String>> {
 }
 
 /// Whether `key` names a whole provider (its fields as one object).
-fn is_whole(key: &str) -> bool {
+pub fn is_whole(key: &str) -> bool {
     !key.contains('.')
         && (context::provider(key).is_some() || !providers::keys_under(key).is_empty())
 }
@@ -334,10 +334,6 @@ pub fn eval(args: &EvalArgs) -> i32 {
     status
 }
 
-fn value_reply(json: &[u8]) -> Reply {
-    Reply::from_json(json)
-}
-
 fn unknown(key: &str) -> Reply {
     Reply {
         ok: false,
@@ -369,8 +365,8 @@ fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
         return Ok(context::values(p, &reading)
             .into_iter()
             .find(|(k, _)| k == key)
-            .map(|(_, v)| value_reply(&v))
-            .unwrap_or_else(|| value_reply(b"null")));
+            .map(|(_, v)| Reply::from_json(&v))
+            .unwrap_or_else(|| Reply::from_json(b"null")));
     }
     if is_whole(key) {
         let mut obj = serde_json::Map::new();
@@ -380,9 +376,9 @@ fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
             }
         }
         if key == "git" && !obj.contains_key("root") {
-            return Ok(value_reply(b"null"));
+            return Ok(Reply::from_json(b"null"));
         }
-        return Ok(value_reply(&serde_json::to_vec(&obj)?));
+        return Ok(Reply::from_json(&serde_json::to_vec(&obj)?));
     }
     if !providers::is_known(key) {
         return Ok(unknown(key));
@@ -398,10 +394,10 @@ fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
                 values
                     .into_iter()
                     .find(|(k, _)| *k == key)
-                    .map(|(_, v)| value_reply(&v))
-                    .unwrap_or_else(|| value_reply(b"null"))
+                    .map(|(_, v)| Reply::from_json(&v))
+                    .unwrap_or_else(|| Reply::from_json(b"null"))
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => value_reply(b"null"),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Reply::from_json(b"null"),
             Err(e) => anyhow::bail!("{p}: {e}"),
         });
     }
@@ -424,8 +420,8 @@ fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
         system::publish(&cache, &m, 0.0);
     }
     Ok(match cache.get(key, None) {
-        Some(e) => value_reply(&e.json),
-        None => value_reply(b"null"),
+        Some(e) => Reply::from_json(&e.json),
+        None => Reply::from_json(b"null"),
     })
 }
 

@@ -21,7 +21,7 @@ const FISH: &str = include_str!("init/fish.fish");
 /// `kernstat init`.
 pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
     for k in &args.keys {
-        if !providers::is_known(k) && !is_provider(k) {
+        if !providers::is_known(k) && !crate::client::is_whole(k) {
             eprintln!("kernstat: init: unknown key {k:?} (kernstat get --list names them)");
             return Ok(2);
         }
@@ -45,10 +45,6 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
     );
     std::io::stdout().lock().write_all(snippet.as_bytes())?;
     Ok(0)
-}
-
-fn is_provider(name: &str) -> bool {
-    context::provider(name).is_some() || !providers::keys_under(name).is_empty()
 }
 
 /// The hook for `shell` with kernstat's binary, socket and default keys filled in. The

@@ -81,14 +81,19 @@ struct Session {
 impl Session {
     /// One line of text per key (empty: no value).
     fn get(&mut self, dir: &str, keys: &[String]) -> Vec<String> {
-        let paths: Vec<Option<String>> = keys
+        // The directory resolved once per request, and only if a key needs it.
+        let scoped: Vec<bool> = keys
             .iter()
-            .map(|k| {
-                kernstat_daemon::providers::path_scoped(k)
-                    .then(|| Path::new(dir).canonicalize().ok())
-                    .flatten()
-                    .map(|p| p.to_string_lossy().into_owned())
-            })
+            .map(|k| kernstat_daemon::providers::path_scoped(k))
+            .collect();
+        let resolved = scoped
+            .contains(&true)
+            .then(|| Path::new(dir).canonicalize().ok())
+            .flatten()
+            .map(|p| p.to_string_lossy().into_owned());
+        let paths: Vec<Option<String>> = scoped
+            .iter()
+            .map(|&s| if s { resolved.clone() } else { None })
             .collect();
         let wanted = context::env_for(keys.iter().map(String::as_str));
         let env: BTreeMap<String, String> = self
@@ -118,12 +123,13 @@ impl Session {
         let socket = self.lookup.as_ref().map(|l| l.socket().to_path_buf());
         let replies = client::complete(fetched, &queries, socket.as_deref(), self.explicit, quiet)
             .unwrap_or_else(|_| vec![Reply::default(); keys.len()]);
-        keys.iter()
+        scoped
+            .iter()
             .zip(&paths)
             .zip(replies)
-            .map(|((k, p), r)| {
+            .map(|((&s, p), r)| {
                 // A per-directory key in a directory that is gone has no value.
-                if kernstat_daemon::providers::path_scoped(k) && p.is_none() {
+                if s && p.is_none() {
                     return String::new();
                 }
                 r.data

@@ -3,7 +3,7 @@
 //! and follows a daemon restart.
 
 mod common;
-use common::{put, SocketDaemon};
+use common::DaemonProc;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -14,12 +14,12 @@ fn the_neovim_statusline_example_shows_live_values() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("run/sock");
-    let d = SocketDaemon::on(&sock);
+    let d = DaemonProc::start(&["--no-bpf"]);
+    let sock = d.sock.clone();
     let repo = dir.path().join("repo");
     std::fs::create_dir_all(repo.join(".git/refs/heads")).unwrap();
     std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/lua-branch\n").unwrap();
-    put(&sock, "var.editor", "first");
+    d.put("var.editor", "first");
     // The test script: wait (at most 10 s) for each expected status line, print it, and
     // between the two, wait for the test to restart the daemon (a file appears).
     let restarted = dir.path().join("restarted");
@@ -68,9 +68,8 @@ vim.cmd("qa!")
     use std::io::BufRead;
     out.read_line(&mut line).unwrap();
     assert_eq!(line, "lua-branch first\n");
-    drop(d);
-    let _d = SocketDaemon::on(&sock);
-    put(&sock, "var.editor", "second");
+    let d = d.restart();
+    d.put("var.editor", "second");
     std::fs::write(&restarted, "").unwrap();
     line.clear();
     out.read_line(&mut line).unwrap();

@@ -48,7 +48,7 @@ impl NsDaemon {
             _dir: dir,
         };
         let t0 = Instant::now();
-        while d.get(&["network.online"]).0 != Some(0) {
+        while !common::daemon_answers(&d.sock, "network.online") {
             assert!(
                 t0.elapsed() < Duration::from_secs(20),
                 "the daemon did not come up"
@@ -60,18 +60,7 @@ impl NsDaemon {
 
     /// Runs a command in the daemon's network namespace.
     fn ns(&self, args: &[&str]) -> String {
-        let net = format!("--net=/proc/{}/ns/net", self.child.id());
-        let out = Command::new("nsenter")
-            .arg(net)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        in_netns_of(self.child.id(), args)
     }
 
     fn get(&self, keys: &[&str]) -> (Option<i32>, String) {
@@ -104,6 +93,21 @@ impl NsDaemon {
     }
 }
 
+/// Runs a command in the network namespace of process `pid`; it must succeed.
+fn in_netns_of(pid: u32, args: &[&str]) -> String {
+    let out = Command::new("nsenter")
+        .arg(format!("--net=/proc/{pid}/ns/net"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A second network namespace (a `sleep` holding it) for the far end of the veth pair, so
 /// that traffic really crosses the link both ways.
 struct Peer(Child);
@@ -124,17 +128,7 @@ impl Peer {
     }
 
     fn ns(&self, args: &[&str]) {
-        let net = format!("--net=/proc/{}/ns/net", self.0.id());
-        let out = Command::new("nsenter")
-            .arg(net)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        in_netns_of(self.0.id(), args);
     }
 }
 

@@ -6,7 +6,7 @@
 //! daemon for many clients at once, none with KERNSTAT_NO_AUTOSTART).
 
 mod common;
-use common::{answers as ask_ok, command, kernstat, private_runtime_dir, put, SocketDaemon};
+use common::{command, daemon_answers, kernstat, private_runtime_dir, DaemonProc};
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -165,8 +165,8 @@ impl ForkTrace {
     }
 }
 
-/// strace prints "Process N attached" on stderr (without -qq): waits for it, so that
-/// nothing the test does next happens before the tracer is there.
+/// Attaches strace to `pid` and waits for its "Process N attached" line on stderr, so
+/// that nothing the test does next happens before the tracer is there.
 fn attach_tracer(pid: i32, out: PathBuf) -> ForkTrace {
     let mut child = Command::new("strace")
         .args(["-f", "-e", "trace=fork,vfork,clone,clone3", "-o"])
@@ -200,8 +200,8 @@ fn prompt_scenario(shell: &str, rc_name: &str, rc_body: &str, argv: &[&str]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("run/sock");
-    let mut d = SocketDaemon::on(&sock);
+    let mut d = DaemonProc::start(&["--no-bpf"]);
+    let sock = d.sock.clone();
     let r = repo(dir.path());
     let rc = dir.path().join(rc_name);
     std::fs::write(
@@ -220,13 +220,13 @@ fn prompt_scenario(shell: &str, rc_name: &str, rc_body: &str, argv: &[&str]) {
     let pane = Pane::start(dir.path(), &r, &[("ZDOTDIR", &zdotdir)], &argv);
 
     pane.wait_prompt("<main|>");
-    put(&sock, "var.render", "one");
+    d.put("var.render", "one");
     pane.send("");
     pane.wait_prompt("<main|one>");
 
     // New values, drawn with no process created: the kernel's count via strace.
     let trace = attach_tracer(pane.shell_pid(), dir.path().join(format!("{shell}.trace")));
-    put(&sock, "var.render", "two");
+    d.put("var.render", "two");
     for _ in 0..3 {
         pane.send("");
     }
@@ -246,15 +246,14 @@ fn prompt_scenario(shell: &str, rc_name: &str, rc_body: &str, argv: &[&str]) {
     pane.wait_prompt("<feature|two>");
 
     // The daemon restarts: the hook finds the new one.
-    d.stop();
-    d = SocketDaemon::on(&sock);
-    put(&sock, "var.render", "three");
+    d = d.restart();
+    d.put("var.render", "three");
     pane.send("");
     pane.wait_prompt("<feature|three>");
     pane.send("git checkout -q -b third");
     pane.wait_prompt("<third|three>");
     pane.send("exit");
-    d.stop();
+    let _ = d.stop();
 }
 
 #[test]
@@ -286,10 +285,10 @@ fn fish_sets_the_values_before_each_prompt() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("run/sock");
-    let d = SocketDaemon::on(&sock);
+    let d = DaemonProc::start(&["--no-bpf"]);
+    let sock = d.sock.clone();
     let r = repo(dir.path());
-    put(&sock, "var.fish", "a b");
+    d.put("var.fish", "a b");
     let out = Command::new("fish")
         .args(["--no-config", "-c"])
         .arg(format!(
@@ -311,7 +310,7 @@ fn fish_sets_the_values_before_each_prompt() {
         String::from_utf8_lossy(&out.stdout),
         "[main][a b]\n[other]\n"
     );
-    d.stop();
+    let _ = d.stop();
 }
 
 /// `kernstat session` speaks its line protocol: values for the directory sent, the
@@ -320,8 +319,8 @@ fn fish_sets_the_values_before_each_prompt() {
 #[test]
 fn session_answers_lines_follows_env_and_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("run/sock");
-    let mut d = SocketDaemon::on(&sock);
+    let mut d = DaemonProc::start(&["--no-bpf"]);
+    let sock = d.sock.clone();
     let r = repo(dir.path());
     let kube = dir.path().join("kubeconfig");
     std::fs::write(
@@ -369,14 +368,41 @@ fn session_answers_lines_follows_env_and_survives_a_restart() {
     assert_eq!(got, ["prod", ""], "a context under the variable sent");
     let got = ask("env\tKUBECONFIG\nget\t/\tkubecontext.context\n".into(), 1);
     assert_eq!(got, [""], "unset again");
-    d.stop();
-    d = SocketDaemon::on(&sock);
-    put(&sock, "var.after", "restart");
+    d = d.restart();
+    d.put("var.after", "restart");
     let got = ask(format!("get\t{}\tvar.after\tgit.branch\n", r.display()), 2);
     assert_eq!(got, ["restart", "main"]);
     drop(input);
     assert!(s.wait().unwrap().success());
-    d.stop();
+    let _ = d.stop();
+}
+
+/// The `kernstat daemon` processes whose runtime directory is `rt` (started by
+/// autostart for this test, found through their environment).
+fn daemons_in(rt: &Path) -> Vec<i32> {
+    let want = format!("XDG_RUNTIME_DIR={}", rt.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            cmd.split(|&b| b == 0).nth(1) == Some(b"daemon")
+                && env.split(|&b| b == 0).any(|v| v == want.as_bytes())
+        })
+        .collect()
+}
+
+/// SIGKILLs, when dropped, every daemon started in a runtime directory.
+struct Reaper(PathBuf);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for pid in daemons_in(&self.0) {
+            // SAFETY: kill with a valid signal.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
 }
 
 /// With no daemon, many `get`s at once start exactly one (the lock), which then
@@ -389,6 +415,8 @@ fn autostart_starts_one_user_daemon_for_many_clients() {
         std::fs::set_permissions(rt.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     }
     let sock = rt.path().join("kernstat/sock");
+    // Whatever happens below, no daemon of this test outlives it.
+    let _reaper = Reaper(rt.path().to_path_buf());
     let get = |off: bool| {
         let mut c = command();
         c.args(["get", "uname.release"])
@@ -415,21 +443,9 @@ fn autostart_starts_one_user_daemon_for_many_clients() {
         said.push_str(&String::from_utf8_lossy(&out.stderr));
     }
     assert!(said.contains("started the user daemon"), "{said}");
-    let daemons = || -> Vec<i32> {
-        let want = format!("XDG_RUNTIME_DIR={}", rt.path().display());
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| {
-                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                cmd.split(|&b| b == 0).nth(1) == Some(b"daemon")
-                    && env.split(|&b| b == 0).any(|v| v == want.as_bytes())
-            })
-            .collect()
-    };
+    let daemons = || daemons_in(rt.path());
     let t = Instant::now();
-    while !ask_ok(&sock) {
+    while !daemon_answers(&sock, "uname.release") {
         assert!(
             t.elapsed() < Duration::from_secs(20),
             "the started daemon never answered"

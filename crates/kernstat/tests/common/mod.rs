@@ -177,45 +177,69 @@ pub struct DaemonProc {
     pub child: Child,
     pub sock: PathBuf,
     pub dir: tempfile::TempDir,
+    extra: Vec<String>,
 }
 
 impl DaemonProc {
     pub fn start(extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let sock = dir.path().join("run/sock");
-        let mut args = vec![
-            "daemon",
-            "--socket",
-            sock.to_str().unwrap(),
-            "--interval",
-            "0.3",
-        ];
-        args.extend_from_slice(extra);
-        let child = command()
-            .args(&args)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start kernstat daemon");
-        let d = DaemonProc { child, sock, dir };
+        let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+        let child = Self::spawn(&sock, &extra);
+        let d = DaemonProc {
+            child,
+            sock,
+            dir,
+            extra,
+        };
         d.wait_ready();
         d
     }
 
-    /// Until the daemon has published its first sample.
+    fn spawn(sock: &Path, extra: &[String]) -> Child {
+        command()
+            .args(["daemon", "--socket"])
+            .arg(sock)
+            .args(["--interval", "0.3"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kernstat daemon")
+    }
+
+    /// A clean stop, then a new daemon with the same arguments on the same socket.
+    pub fn restart(mut self) -> Self {
+        // SAFETY: kill with a valid signal.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        self.child = Self::spawn(&self.sock, &self.extra);
+        self.wait_ready();
+        self
+    }
+
+    /// Until the daemon itself (not `get` computing without it) answers with its first
+    /// sample.
     pub fn wait_ready(&self) {
         let t = Instant::now();
-        loop {
-            let (code, _, _) = self.get(&["cpu.percent"]);
-            if code == Some(0) {
-                return;
-            }
+        while !daemon_answers(&self.sock, "cpu.percent") {
             assert!(
                 t.elapsed() < Duration::from_secs(20),
                 "the daemon did not come up"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// `kernstat put KEY VALUE` to this daemon, which must succeed.
+    pub fn put(&self, key: &str, value: &str) {
+        let st = command()
+            .args(["put", key, value, "--socket"])
+            .arg(&self.sock)
+            .status()
+            .unwrap();
+        assert!(st.success(), "put {key}");
     }
 
     pub fn get(&self, args: &[&str]) -> (Option<i32>, String, String) {
@@ -260,60 +284,18 @@ impl Drop for DaemonProc {
     }
 }
 
-/// A daemon process on a socket the test chose, SIGKILLed if the test did not stop it.
-pub struct SocketDaemon(pub Child);
-
-impl Drop for SocketDaemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl SocketDaemon {
-    /// `kernstat daemon --no-bpf --interval 0.5 --socket SOCK`, returned once `get`
-    /// is answered by it (from its snapshot or its socket).
-    pub fn on(sock: &Path) -> SocketDaemon {
-        let child = command()
-            .args(["daemon", "--no-bpf", "--interval", "0.5", "--socket"])
-            .arg(sock)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start kernstat daemon");
-        let d = SocketDaemon(child);
-        let t = Instant::now();
-        while !answers(sock) {
-            assert!(t.elapsed() < Duration::from_secs(20), "no daemon came up");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        d
-    }
-
-    /// SIGTERM (a clean stop), and waits.
-    pub fn stop(mut self) {
-        // SAFETY: kill with a valid signal.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let _ = self.0.wait();
-    }
-}
-
-/// Whether a daemon at `sock` answers `get` (from its snapshot or its socket).
-pub fn answers(sock: &Path) -> bool {
-    command()
-        .args(["get", "--json", "uname.release", "--socket"])
+/// Whether the daemon at `sock` answers `key` with a value — from its snapshot or its
+/// socket, not `get` computing it without a daemon (which would answer too).
+pub fn daemon_answers(sock: &Path, key: &str) -> bool {
+    let Ok(out) = command()
+        .args(["get", "--json", key, "--socket"])
         .arg(sock)
         .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("\"answered_by\":\"s"))
-}
-
-/// `kernstat put KEY VALUE --socket SOCK`, which must succeed.
-pub fn put(sock: &Path, key: &str, value: &str) {
-    let st = command()
-        .args(["put", key, value, "--socket"])
-        .arg(sock)
-        .status()
-        .unwrap();
-    assert!(st.success(), "put {key}");
+    else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_slice::<Value>(&out.stdout) else {
+        return false;
+    };
+    v["ok"] == true && (v["answered_by"] == "shm" || v["answered_by"] == "socket")
 }
