@@ -23,6 +23,9 @@ case "${1:-build}" in
 esac
 missing() {
   for p in "$@"; do
+    # Another package may already provide kubectl (Google's "kubectl" package owns
+    # /usr/bin/kubectl and makes kubernetes-client fail to unpack): any kubectl will do.
+    [ "$p" = kubernetes-client ] && command -v kubectl >/dev/null 2>&1 && continue
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || printf ' %s' "$p"
   done
 }
