@@ -187,13 +187,20 @@ pub fn remaining(
 }
 
 fn read(ctx: &Ctx) -> Reading {
+    read_in(TS_DIRS, ctx)
+}
+
+/// [`read`] over the given timestamp directories (tests use their own).
+fn read_in<P: AsRef<Path>>(dirs: &[P], ctx: &Ctx) -> Reading {
     let mut r = Reading::default();
     let Some(client) = ctx.client else { return r };
     let Some(user) = kernstat_sources::users::by_uid(client.uid) else {
         return r;
     };
-    for dir in TS_DIRS {
-        let file = Path::new(dir).join(&user.name);
+    let mut all_absent = true;
+    for dir in dirs {
+        let dir = dir.as_ref();
+        let file = dir.join(&user.name);
         r.watched.push(file.clone());
         match std::fs::read(&file) {
             Ok(data) => {
@@ -205,18 +212,28 @@ fn read(ctx: &Ctx) -> Reading {
                     Some(left.unwrap_or(Duration::from_secs(60)) + Duration::from_millis(100));
                 return r;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::read_dir(dir) {
                 // A readable directory without the user's file: no credentials cached.
-                if std::fs::read_dir(dir).is_ok() {
-                    r.set("active", false);
-                    r.set("expires_in_s", None::<u64>);
-                    r.expires = Some(Duration::from_secs(60));
-                    return r;
-                }
-            }
-            Err(_) => {}
+                Ok(_) => return inactive(r),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(_) => all_absent = false,
+            },
+            Err(_) => all_absent = false,
         }
     }
+    // sudo makes its directory on first use (and /run is empty after a boot): with
+    // none of them there, nobody has credentials cached. A directory we may not read
+    // leaves no value.
+    if all_absent {
+        return inactive(r);
+    }
+    r
+}
+
+fn inactive(mut r: Reading) -> Reading {
+    r.set("active", false);
+    r.set("expires_in_s", None::<u64>);
+    r.expires = Some(Duration::from_secs(60));
     r
 }
 
@@ -295,5 +312,55 @@ mod tests {
         );
         // A torn tail is ignored.
         assert_eq!(parse(&fresh[..30]).len(), 0);
+    }
+
+    fn active_in(dirs: &[std::path::PathBuf], uid: u32) -> Option<serde_json::Value> {
+        let client = Client {
+            uid,
+            pid: std::process::id() as i32,
+            ppid: None,
+            gppid: None,
+            sid: None,
+            tty: None,
+        };
+        let ctx = Ctx {
+            path: None,
+            env: &super::super::Env::Process,
+            client: Some(&client),
+            on_behalf: None,
+        };
+        let r = read_in(dirs, &ctx);
+        r.fields
+            .iter()
+            .find(|(k, _)| k == "active")
+            .map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn no_directory_after_a_boot_means_inactive() {
+        let tmp = std::env::temp_dir().join(format!("ks-sudo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        let uid = unsafe { libc::getuid() };
+        // None of sudo's directories exist yet (a fresh /run): nothing is cached.
+        let absent = vec![tmp.join("run-sudo-ts"), tmp.join("var-lib-sudo-ts")];
+        assert_eq!(active_in(&absent, uid), Some(false.into()));
+        // A directory without the user's file: nothing cached.
+        std::fs::create_dir(&absent[1]).unwrap();
+        assert_eq!(active_in(&absent, uid), Some(false.into()));
+        // A file with a global record of now: cached.
+        let now = now_monotonic();
+        let user = kernstat_sources::users::by_uid(uid).unwrap();
+        std::fs::write(
+            absent[1].join(&user.name),
+            record(TS_GLOBAL, 0, uid, (0, 0), now, 0),
+        )
+        .unwrap();
+        assert_eq!(active_in(&absent, uid), Some(true.into()));
+        // A directory that exists but is not a directory we can list gives no value.
+        let file_not_dir = vec![tmp.join("plain")];
+        std::fs::write(&file_not_dir[0], b"").unwrap();
+        assert_eq!(active_in(&file_not_dir, uid), None);
+        let _ = std::fs::remove_dir_all(&tmp);
     }
 }
