@@ -220,6 +220,11 @@ impl Workload {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// How it ended, once it has (reaped), else None.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
 }
 
 impl Drop for Workload {

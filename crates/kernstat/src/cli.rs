@@ -26,6 +26,9 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// The process table, from one read of a BPF task iterator (procfs without BPF).
     Ps(PsArgs),
+    /// The live view: per-core bars, memory, load and pressure above a process table that
+    /// sorts, filters, shows a tree and signals; run-queue latency on a key.
+    Top(TopArgs),
     /// Run-queue latency histograms (libbpf-tools runqlat's flags, plus -C, --csv,
     /// --json, --plot).
     Runqlat(RunqlatArgs),
@@ -255,8 +258,49 @@ pub struct SnapshotArgs {
     pub source: SourceArgs,
 }
 
-/// `kernstat ps`.
+/// `kernstat top`.
 #[derive(Clone, Debug, Args)]
+pub struct TopArgs {
+    /// Refresh interval (keys + and - change it).
+    #[arg(short = 'd', long, default_value = "1", value_parser = parse_duration, value_name = "SECONDS")]
+    pub delay: Duration,
+    /// Sort by this column at start (pid, user, cpu, mem, time, read, write, cmd...; "-KEY"
+    /// for ascending where descending is the default).
+    #[arg(
+        long,
+        default_value = "cpu",
+        allow_hyphen_values = true,
+        value_name = "KEY"
+    )]
+    pub sort: String,
+    /// Start with this filter (the / search).
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+    /// Start in tree mode.
+    #[arg(long)]
+    pub tree: bool,
+    /// Read /proc only (no BPF).
+    #[arg(long)]
+    pub no_bpf: bool,
+    /// Where to look for a pinned iterator.
+    #[arg(long, value_name = "DIR", env = "KERNSTAT_PIN_DIR", default_value = kernstat_bpf::ps::DEFAULT_PIN_DIR)]
+    pub pin_dir: PathBuf,
+    /// Start with the run-queue latency panel on (key r).
+    #[arg(long)]
+    pub runqlat: bool,
+    /// Leave after this many refreshes (for benchmarks and scripts).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub iterations: Option<u64>,
+    /// On exit, print per-refresh counts (allocations, CPU) and peak RSS as JSON on stderr.
+    #[arg(long, hide = true)]
+    pub report: bool,
+    /// CPU temperature sensor: auto, off, zone:TYPE, hwmon:NAME[:LABEL], or a file path.
+    #[arg(long, default_value = "auto", value_parser = parse_temp)]
+    pub temp: TempSource,
+}
+
+/// Arguments of `kernstat ps`.
+#[derive(Debug, Args)]
 pub struct PsArgs {
     /// Columns, comma separated (see --list-fields); the last one is cut to the terminal.
     #[arg(long, value_name = "LIST")]

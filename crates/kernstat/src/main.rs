@@ -27,6 +27,8 @@ mod session;
 mod signals;
 mod snapshot;
 mod stdout;
+mod tasks;
+mod top;
 mod writes;
 
 use clap::Parser;
@@ -40,6 +42,7 @@ fn main() {
         cli::Command::Bar(a) => bar::run(a),
         cli::Command::Snapshot(a) => snapshot::run(a),
         cli::Command::Ps(a) => ps::run(a),
+        cli::Command::Top(a) => top::run(a),
         cli::Command::Runqlat(a) => runqlat::run(a),
         cli::Command::Writes(a) => writes::run(a),
         cli::Command::Daemon(a) => daemon::run(a),

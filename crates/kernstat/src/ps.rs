@@ -1,107 +1,23 @@
 //! `kernstat ps`: the process table from the BPF task iterator (a pin when one exists,
-//! else a freshly loaded program), procfs when BPF cannot be used.
+//! else a freshly loaded program), procfs when BPF cannot be used (tasks.rs).
 //!
 //! One-shot: read, add threads up into processes, filter, sort, print. With --interval,
 //! two reads and CPU % over the interval; otherwise CPU % over each process's life, as
 //! procps ps computes it.
 
 use std::io::{self, Write};
-use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use kernstat_bpf::ps::{self as bpf_ps, PsReader};
-use kernstat_model::ps::{
-    command_line, lifetime_percent, processes, CpuInterval, PsRow, RowExtras, TaskRow,
-};
+use kernstat_bpf::ps as bpf_ps;
+use kernstat_model::ps::{command_line, lifetime_percent, CpuInterval, PsRow, RowExtras, TaskRow};
 use kernstat_render::table::{self, Column, StartFormat, COLUMNS};
 use kernstat_sources::cgroup::CgroupPaths;
 use kernstat_sources::users::UserNames;
 use kernstat_sources::{ProcfsPs, Roots, Want};
 
 use crate::cli::PsArgs;
-
-/// Where the rows come from.
-enum Source {
-    Bpf(PsReader),
-    Procfs(ProcfsPs),
-}
-
-impl Source {
-    fn name(&self) -> &'static str {
-        match self {
-            Source::Bpf(r) => r.source_name(),
-            Source::Procfs(_) => "procfs",
-        }
-    }
-
-    fn read(
-        &mut self,
-        threads: bool,
-        want: Want,
-        procfs_extra: &mut Option<ProcfsPs>,
-    ) -> io::Result<Vec<TaskRow>> {
-        let rows = match self {
-            Source::Bpf(r) => match r.read() {
-                Ok(rows) => rows,
-                Err(e)
-                    if e.kind() == io::ErrorKind::InvalidData && r.source_name() == "bpf-pin" =>
-                {
-                    // A pin written by another kernstat version: never misread it.
-                    eprintln!("kernstat: {e}; loading the iterator instead");
-                    *self = match PsReader::load(want.cmdline) {
-                        Ok(r) => Source::Bpf(r),
-                        Err(e) => {
-                            eprintln!("kernstat: BPF unavailable ({e}); reading /proc instead (\"source\": \"procfs\")");
-                            Source::Procfs(ProcfsPs::open(&Roots::default())?)
-                        }
-                    };
-                    return self.read(threads, want, procfs_extra);
-                }
-                Err(e) => return Err(e),
-            },
-            Source::Procfs(p) => return p.read(threads, want),
-        };
-        let mut rows = rows;
-        // This sandbox's kernel hides PID 1 from task iterators (README, Known limits);
-        // /proc still shows it, so complete the table from there.
-        if !rows.iter().any(|t| t.pid == 1) && Path::new("/proc/1").exists() {
-            if procfs_extra.is_none() {
-                *procfs_extra = Some(ProcfsPs::open(&Roots::default())?);
-            }
-            if let Some(p) = procfs_extra.as_mut() {
-                // procfs reports group totals on the leader: nothing "dead" to add.
-                p.visit_one(1, threads, |v| rows.push(v.to_row()));
-            }
-        }
-        Ok(if threads { rows } else { processes(rows) })
-    }
-}
-
-fn open_source(args: &PsArgs, cmdline: bool) -> anyhow::Result<Source> {
-    if args.no_bpf {
-        return Ok(Source::Procfs(ProcfsPs::open(&Roots::default())?));
-    }
-    let pin = bpf_ps::pin_path(&args.pin_dir, cmdline);
-    if pin.exists() {
-        match PsReader::pinned(&pin) {
-            Ok(r) => return Ok(Source::Bpf(r)),
-            Err(e) => eprintln!(
-                "kernstat: cannot read the pinned iterator {} ({e}); loading one",
-                pin.display()
-            ),
-        }
-    }
-    match PsReader::load(cmdline) {
-        Ok(r) => Ok(Source::Bpf(r)),
-        Err(e) => {
-            eprintln!(
-                "kernstat: BPF unavailable ({e}); reading /proc instead (\"source\": \"procfs\")"
-            );
-            Ok(Source::Procfs(ProcfsPs::open(&Roots::default())?))
-        }
-    }
-}
+use crate::tasks::TaskSource;
 
 /// Runs `kernstat ps`; returns the exit status.
 pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
@@ -142,7 +58,7 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
         cmdline,
         cgroup: json_rows || columns.contains(&Column::Cgroup) || args.cgroup.is_some(),
     };
-    let mut source = open_source(args, cmdline)?;
+    let mut source = TaskSource::open(args.no_bpf, &args.pin_dir, cmdline)?;
     if let Some(n) = args.bench {
         return bench(&mut source, n, want, args.json);
     }
@@ -372,11 +288,11 @@ fn resolve_user(u: &str) -> anyhow::Result<u32> {
     }
 }
 
-fn bench(source: &mut Source, n: u32, want: Want, json: bool) -> anyhow::Result<i32> {
+fn bench(source: &mut TaskSource, n: u32, want: Want, json: bool) -> anyhow::Result<i32> {
     if n == 0 {
         bail!("--bench needs at least one run");
     }
-    let Source::Bpf(reader) = source else {
+    let TaskSource::Bpf(reader) = source else {
         bail!("--bench compares the BPF iterator with procfs: it needs BPF (root, or a pin)");
     };
     let mut procfs = ProcfsPs::open(&Roots::default())?;

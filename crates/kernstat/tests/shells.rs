@@ -6,7 +6,7 @@
 //! daemon for many clients at once, none with KERNSTAT_NO_AUTOSTART).
 
 mod common;
-use common::{command, daemon_answers, kernstat, private_runtime_dir, DaemonProc};
+use common::{command, daemon_answers, kernstat, private_runtime_dir, DaemonProc, Pane};
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -32,112 +32,6 @@ fn repo(dir: &Path) -> PathBuf {
     git(&r, &["init", "-q", "-b", "main"]);
     git(&r, &["commit", "-q", "--allow-empty", "-m", "first"]);
     r
-}
-
-/// A private tmux server with one pane running `shell`; killed on drop.
-struct Pane {
-    socket: PathBuf,
-}
-
-impl Pane {
-    fn start(dir: &Path, cwd: &Path, env: &[(&str, &str)], shell: &[&str]) -> Pane {
-        let socket = dir.join("tmux.sock");
-        let st = Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args([
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-x",
-                "160",
-                "-y",
-                "40",
-            ])
-            .arg("-c")
-            .arg(cwd)
-            .args(shell)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap())
-            .env("TERM", "xterm-256color")
-            .env("HOME", dir)
-            .env("XDG_RUNTIME_DIR", private_runtime_dir())
-            .env("XDG_CONFIG_HOME", dir.join("config"))
-            .env("KERNSTAT_NO_AUTOSTART", "1")
-            .envs(env.iter().copied())
-            .status()
-            .unwrap();
-        assert!(st.success(), "tmux new-session");
-        Pane { socket }
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn send(&self, keys: &str) {
-        self.tmux(&["send-keys", "-t", "0", "-l", keys]);
-        self.tmux(&["send-keys", "-t", "0", "Enter"]);
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "0"])
-    }
-
-    /// The last prompt on screen (the last line that is not empty).
-    fn last_line(&self) -> String {
-        self.screen()
-            .lines()
-            .rfind(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .to_string()
-    }
-
-    /// Until the last prompt shows `want` (pressing Enter now and then: a prompt is
-    /// drawn on Enter). Panics with the screen after 15 s.
-    fn wait_prompt(&self, want: &str) {
-        let t = Instant::now();
-        let mut n = 0;
-        loop {
-            if self.last_line().contains(want) {
-                return;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(15),
-                "prompt never showed {want:?}:\n{}",
-                self.screen()
-            );
-            n += 1;
-            if n % 10 == 0 {
-                self.send("");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn shell_pid(&self) -> i32 {
-        self.tmux(&["display-message", "-p", "-t", "0", "#{pane_pid}"])
-            .trim()
-            .parse()
-            .unwrap()
-    }
-}
-
-impl Drop for Pane {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .status();
-    }
 }
 
 /// strace attached to `pid` (and what it starts), recording process creation.

@@ -6,6 +6,7 @@
 //!   ks-workload burn THREADS MS [EXITED_THREADS EXITED_MS]
 //!       first EXITED_THREADS threads burn EXITED_MS each and exit; then THREADS threads
 //!       burn MS each and stay alive (parked)
+//!   ks-workload spin                 print "ready", then burn one CPU until killed
 //!   ks-workload write BYTES PATH     write BYTES to PATH in 64 KiB writes, fsync
 //!   ks-workload alloc MIB            allocate and touch MIB MiB
 //!   ks-workload idle N               N idle child processes (killed with us)
@@ -61,6 +62,15 @@ fn arg(args: &[String], i: usize, what: &str) -> u64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
+        Some("spin") => {
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "ready");
+            let _ = out.flush();
+            let mut x = 0u64;
+            loop {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
         Some("burn") => {
             let threads = arg(&args, 2, "THREADS");
             let ms = arg(&args, 3, "MS");

@@ -299,3 +299,121 @@ pub fn daemon_answers(sock: &Path, key: &str) -> bool {
     };
     v["ok"] == true && (v["answered_by"] == "shm" || v["answered_by"] == "socket")
 }
+
+/// A private tmux server with one pane running `shell` (a shell, or `kernstat top`);
+/// killed on drop.
+pub struct Pane {
+    socket: PathBuf,
+}
+
+impl Pane {
+    pub fn start(dir: &Path, cwd: &Path, env: &[(&str, &str)], shell: &[&str]) -> Pane {
+        Pane::sized(dir, cwd, env, shell, (160, 40))
+    }
+
+    /// A pane of `cols` x `rows` cells.
+    pub fn sized(
+        dir: &Path,
+        cwd: &Path,
+        env: &[(&str, &str)],
+        shell: &[&str],
+        (cols, rows): (u16, u16),
+    ) -> Pane {
+        let socket = dir.join("tmux.sock");
+        let st = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args([
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                &cols.to_string(),
+                "-y",
+                &rows.to_string(),
+            ])
+            .arg("-c")
+            .arg(cwd)
+            .args(shell)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap())
+            .env("TERM", "xterm-256color")
+            .env("HOME", dir)
+            .env("XDG_RUNTIME_DIR", private_runtime_dir())
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env("KERNSTAT_NO_AUTOSTART", "1")
+            .envs(env.iter().copied())
+            .status()
+            .unwrap();
+        assert!(st.success(), "tmux new-session");
+        Pane { socket }
+    }
+
+    pub fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn send(&self, keys: &str) {
+        self.tmux(&["send-keys", "-t", "0", "-l", keys]);
+        self.tmux(&["send-keys", "-t", "0", "Enter"]);
+    }
+
+    pub fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "0"])
+    }
+
+    /// The last prompt on screen (the last line that is not empty).
+    pub fn last_line(&self) -> String {
+        self.screen()
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// Until the last prompt shows `want` (pressing Enter now and then: a prompt is
+    /// drawn on Enter). Panics with the screen after 15 s.
+    pub fn wait_prompt(&self, want: &str) {
+        let t = Instant::now();
+        let mut n = 0;
+        loop {
+            if self.last_line().contains(want) {
+                return;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(15),
+                "prompt never showed {want:?}:\n{}",
+                self.screen()
+            );
+            n += 1;
+            if n % 10 == 0 {
+                self.send("");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn shell_pid(&self) -> i32 {
+        self.tmux(&["display-message", "-p", "-t", "0", "#{pane_pid}"])
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}

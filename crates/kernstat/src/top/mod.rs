@@ -1,0 +1,465 @@
+//! `kernstat top`: the live view. A header with the machine (per-core bars, memory,
+//! load, pressure, hardware where present, the view's own cost), an optional run-queue
+//! latency panel, and a process table that sorts, filters, shows a tree, follows the
+//! selected process and signals or renices it.
+//!
+//! Split by job: `sample` reads (sources → rows and machine figures), `view` orders and
+//! selects (no terminal), `probes` switches BPF probes on and off, `draw` renders with
+//! ratatui, `term` owns the terminal and gives it back on every way out. This module
+//! only runs the loop and maps keys to actions.
+
+mod draw;
+mod probes;
+mod sample;
+mod term;
+mod view;
+
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use crossterm::event::{
+    self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent,
+    MouseEventKind,
+};
+
+use crate::cli::TopArgs;
+use crate::signals::{Signals, Wake};
+use probes::RunqPanel;
+use sample::{Machine, Sampler};
+use view::{SortKey, View};
+
+/// Refresh intervals `+` and `-` step through.
+const DELAYS: [f64; 9] = [0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0];
+
+/// Signals the confirmation dialog offers: (key, number, name).
+pub(crate) const SIGNALS: [(char, i32, &str); 7] = [
+    ('t', libc::SIGTERM, "TERM"),
+    ('k', libc::SIGKILL, "KILL"),
+    ('i', libc::SIGINT, "INT"),
+    ('h', libc::SIGHUP, "HUP"),
+    ('s', libc::SIGSTOP, "STOP"),
+    ('c', libc::SIGCONT, "CONT"),
+    ('u', libc::SIGUSR1, "USR1"),
+];
+
+/// What the keyboard is talking to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// The table.
+    Normal,
+    /// Typing the `/` filter.
+    Filter,
+    /// The help screen.
+    Help,
+    /// Confirming a signal to a process: (pid, command name, signal index in SIGNALS).
+    Signal(u32, String, usize),
+}
+
+/// Everything the screen shows.
+pub(crate) struct App {
+    pub view: View,
+    pub machine: Machine,
+    pub mode: Mode,
+    pub delay: Duration,
+    pub threads: bool,
+    pub runq: Option<RunqPanel>,
+    /// Why the run-queue panel could not open, or the last action's result.
+    pub message: Option<String>,
+    /// kernstat's own CPU over the last interval, percent of one core (this process,
+    /// including the iterator program that runs inside its read).
+    pub cost_percent: Option<f64>,
+    /// Screen rows of the table's header and first row (for the mouse), set by draw.
+    pub table_top: u16,
+    /// Column start positions and their sort keys (for header clicks), set by draw.
+    pub header_hits: Vec<(u16, u16, SortKey)>,
+    /// Lines of the table that fit (for paging), set by draw.
+    pub page: usize,
+    pub color: bool,
+    /// Refreshes so far (shown, so that one can tell a live view from a stuck one).
+    pub refreshes: u64,
+    quit: bool,
+    refresh_now: bool,
+}
+
+/// Runs `kernstat top`; returns the exit status.
+pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
+    let (sort, descending) = parse_sort(&args.sort)?;
+    let signals = Signals::block();
+    let mut sampler = Sampler::open(args.no_bpf, &args.pin_dir, &args.temp)?;
+    let mut app = App {
+        view: View::new(sort, descending),
+        machine: Machine::default(),
+        mode: Mode::Normal,
+        delay: args.delay,
+        threads: false,
+        runq: None,
+        message: None,
+        cost_percent: None,
+        table_top: 0,
+        header_hits: Vec::new(),
+        page: 10,
+        color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        refreshes: 0,
+        quit: false,
+        refresh_now: false,
+    };
+    app.view.tree = args.tree;
+    if let Some(f) = &args.filter {
+        app.view.filter = f.clone();
+    }
+    if args.runqlat {
+        toggle_runq(&mut app);
+    }
+    let mut screen = term::Screen::enter()?;
+    let mut refreshes = 0u64;
+    let mut procs = Vec::new();
+    let mut cpu_before = crate::selfcost::process_cpu_ns();
+    let mut wall_before = Instant::now();
+    let mut report = Report::default();
+    loop {
+        let allocs_before = crate::alloc::allocations();
+        let cpu_at_start = crate::selfcost::process_cpu_ns();
+        let cgroups = !app.view.filter.is_empty();
+        app.machine = sampler.refresh(&mut procs, app.threads, cgroups)?;
+        if let Some(panel) = app.runq.as_mut() {
+            if let Err(e) = panel.refresh() {
+                app.message = Some(format!("run-queue latency: {e:#}; panel off"));
+                app.runq = None;
+            }
+        }
+        if let Some(panel) = &app.runq {
+            for p in procs.iter_mut() {
+                p.runq_p99_us = panel.p99.get(&p.tgid).copied();
+            }
+        }
+        // The view keeps this refresh's rows; the previous ones' storage is refilled next.
+        std::mem::swap(&mut procs, &mut app.view.procs);
+        app.view.rebuild();
+        refreshes += 1;
+        app.refreshes = refreshes;
+        screen.terminal.draw(|f| draw::draw(f, &mut app))?;
+        report.add(
+            crate::alloc::allocations() - allocs_before,
+            crate::selfcost::process_cpu_ns() - cpu_at_start,
+        );
+        let now = Instant::now();
+        let cpu_now = crate::selfcost::process_cpu_ns();
+        let wall = now.duration_since(wall_before).as_nanos() as f64;
+        if wall > 0.0 && refreshes > 1 {
+            app.cost_percent = Some((cpu_now - cpu_before) as f64 / wall * 100.0);
+        }
+        cpu_before = cpu_now;
+        wall_before = now;
+        if args.iterations.is_some_and(|n| refreshes >= n) {
+            break;
+        }
+        let deadline = Instant::now() + app.delay;
+        while !app.quit && !app.refresh_now {
+            if signals.poll() == Wake::Stop {
+                app.quit = true;
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match term::wait_input(left.min(Duration::from_millis(100)))? {
+                term::Input::HungUp => {
+                    app.quit = true;
+                    break;
+                }
+                term::Input::Quiet => {}
+                term::Input::Ready => {
+                    // Keys come in bursts (pastes, escape sequences): take all of them.
+                    while event::poll(Duration::ZERO)? {
+                        handle(&mut app, &mut sampler, event::read()?);
+                    }
+                    screen.terminal.draw(|f| draw::draw(f, &mut app))?;
+                }
+            }
+        }
+        app.refresh_now = false;
+        if app.quit {
+            break;
+        }
+    }
+    drop(screen);
+    if args.report {
+        eprintln!("{}", report.json(refreshes));
+    }
+    Ok(0)
+}
+
+/// Per-refresh counts for `--report` (benchmarks and the allocation test).
+#[derive(Default)]
+struct Report {
+    allocs: Vec<u64>,
+    cpu_ns: Vec<u64>,
+}
+
+impl Report {
+    fn add(&mut self, allocs: u64, cpu_ns: u64) {
+        self.allocs.push(allocs);
+        self.cpu_ns.push(cpu_ns);
+    }
+
+    fn json(&self, refreshes: u64) -> serde_json::Value {
+        fn median(v: &[u64]) -> u64 {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v.get(v.len() / 2).copied().unwrap_or(0)
+        }
+        // The first refreshes fill caches (names, command lines): steady state after.
+        let steady = |v: &[u64]| {
+            if v.len() > 2 {
+                median(&v[2..])
+            } else {
+                median(v)
+            }
+        };
+        serde_json::json!({
+            "refreshes": refreshes,
+            "allocations_per_refresh_median": steady(&self.allocs),
+            "allocations_per_refresh": self.allocs,
+            "cpu_us_per_refresh_median": steady(&self.cpu_ns) / 1000,
+            "max_rss_kib": max_rss_kib(),
+        })
+    }
+}
+
+fn max_rss_kib() -> i64 {
+    // SAFETY: getrusage writes into the struct we pass.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru.ru_maxrss
+    }
+}
+
+fn parse_sort(s: &str) -> anyhow::Result<(SortKey, bool)> {
+    let (name, flip) = match s.strip_prefix('-') {
+        Some(n) => (n, true),
+        None => (s, false),
+    };
+    let Some(key) = SortKey::parse(name) else {
+        let names: Vec<&str> = SortKey::ALL.iter().map(|k| k.name()).collect();
+        bail!("--sort {s:?}: no such column (one of {})", names.join(", "));
+    };
+    Ok((key, key.descending_by_default() != flip))
+}
+
+fn toggle_runq(app: &mut App) {
+    if app.runq.take().is_some() {
+        if app.view.sort == SortKey::RunqP99 {
+            app.view.sort_by(SortKey::Cpu);
+        }
+        app.message = Some("run-queue latency off: probe detached".into());
+        return;
+    }
+    match RunqPanel::open() {
+        Ok(p) => {
+            app.message = Some(format!(
+                "run-queue latency on ({}: {})",
+                p.attach,
+                p.program_names().join(", ")
+            ));
+            app.runq = Some(p);
+        }
+        Err(e) => app.message = Some(format!("run-queue latency needs BPF: {e:#}")),
+    }
+}
+
+fn step_delay(app: &mut App, up: bool) {
+    let now = app.delay.as_secs_f64();
+    let next = if up {
+        DELAYS.iter().copied().find(|&d| d > now + 1e-9)
+    } else {
+        DELAYS.iter().rev().copied().find(|&d| d < now - 1e-9)
+    };
+    if let Some(d) = next {
+        app.delay = Duration::from_secs_f64(d);
+    }
+    app.message = Some(format!("refresh every {:.2} s", app.delay.as_secs_f64()));
+}
+
+fn handle(app: &mut App, sampler: &mut Sampler, ev: Event) {
+    match ev {
+        Event::Key(k) if k.kind != KeyEventKind::Release => key(app, sampler, k),
+        Event::Mouse(m) => mouse(app, m),
+        Event::Resize(..) => {}
+        _ => {}
+    }
+}
+
+fn key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
+    if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
+        app.quit = true;
+        return;
+    }
+    match app.mode.clone() {
+        Mode::Help => app.mode = Mode::Normal,
+        Mode::Filter => match k.code {
+            KeyCode::Esc => {
+                app.view.filter.clear();
+                app.mode = Mode::Normal;
+                app.view.rebuild();
+            }
+            KeyCode::Enter => app.mode = Mode::Normal,
+            KeyCode::Backspace => {
+                app.view.filter.pop();
+                app.view.rebuild();
+            }
+            KeyCode::Char(c) => {
+                app.view.filter.push(c);
+                // cgroup paths are read only while a filter is set: fetch them now.
+                app.refresh_now = app.view.filter.len() == 1;
+                app.view.rebuild();
+            }
+            KeyCode::Up => app.view.move_by(-1),
+            KeyCode::Down => app.view.move_by(1),
+            _ => {}
+        },
+        Mode::Signal(pid, comm, sig) => match k.code {
+            KeyCode::Char('y') | KeyCode::Enter => {
+                let (_, num, name) = SIGNALS[sig];
+                app.message = Some(send_signal(pid, &comm, num, name));
+                app.mode = Mode::Normal;
+                app.refresh_now = true;
+            }
+            KeyCode::Char('n') | KeyCode::Esc | KeyCode::Char('q') => {
+                app.mode = Mode::Normal;
+                app.message = Some("no signal sent".into());
+            }
+            KeyCode::Char(c) => {
+                if let Some(i) = SIGNALS.iter().position(|s| s.0 == c) {
+                    app.mode = Mode::Signal(pid, comm, i);
+                }
+            }
+            _ => {}
+        },
+        Mode::Normal => normal_key(app, sampler, k),
+    }
+}
+
+fn normal_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
+    let page = app.page.max(1) as isize;
+    match k.code {
+        KeyCode::Char('q') | KeyCode::F(10) => app.quit = true,
+        KeyCode::Char('?') | KeyCode::Char('h') | KeyCode::F(1) => app.mode = Mode::Help,
+        KeyCode::Char('/') | KeyCode::F(3) | KeyCode::F(4) => app.mode = Mode::Filter,
+        KeyCode::Esc if !app.view.filter.is_empty() => {
+            app.view.filter.clear();
+            app.view.rebuild();
+        }
+        KeyCode::Up => app.view.move_by(-1),
+        KeyCode::Down => app.view.move_by(1),
+        KeyCode::PageUp => app.view.move_by(-page),
+        KeyCode::PageDown => app.view.move_by(page),
+        KeyCode::Home => app.view.select_line(0),
+        KeyCode::End => app.view.select_line(usize::MAX),
+        KeyCode::Char('P') => app.view.sort_by(SortKey::Cpu),
+        KeyCode::Char('M') => app.view.sort_by(SortKey::Mem),
+        KeyCode::Char('T') => app.view.sort_by(SortKey::Time),
+        KeyCode::Char('N') => app.view.sort_by(SortKey::Pid),
+        KeyCode::Char('I') => {
+            app.view.descending = !app.view.descending;
+            app.view.rebuild();
+        }
+        KeyCode::Char('<') | KeyCode::Char(',') => app.view.cycle_sort(false, app.runq.is_some()),
+        KeyCode::Char('>') | KeyCode::Char('.') | KeyCode::F(6) => {
+            app.view.cycle_sort(true, app.runq.is_some())
+        }
+        KeyCode::Char('t') | KeyCode::F(5) => {
+            app.view.tree = !app.view.tree;
+            app.view.rebuild();
+        }
+        KeyCode::Char('H') => {
+            app.threads = !app.threads;
+            sampler.reset_rates();
+            app.refresh_now = true;
+            app.message = Some(if app.threads {
+                "threads shown (rates from the next refresh)".into()
+            } else {
+                "threads hidden".into()
+            });
+        }
+        KeyCode::Char('K') => {
+            app.view.kthreads = !app.view.kthreads;
+            app.view.rebuild();
+        }
+        KeyCode::Char('r') => toggle_runq(app),
+        KeyCode::Char('+') | KeyCode::Char('=') => step_delay(app, true),
+        KeyCode::Char('-') => step_delay(app, false),
+        KeyCode::Char('k') | KeyCode::F(9) => {
+            if let Some(p) = app.view.selected_proc() {
+                app.mode = Mode::Signal(p.pid, p.comm.clone(), 0);
+            }
+        }
+        KeyCode::Char(']') | KeyCode::F(8) => renice(app, 1),
+        KeyCode::Char('[') | KeyCode::F(7) => renice(app, -1),
+        _ => {}
+    }
+}
+
+fn mouse(app: &mut App, m: MouseEvent) {
+    match m.kind {
+        MouseEventKind::Down(MouseButton::Left) => {
+            if m.row == app.table_top {
+                if let Some(&(_, _, key)) = app
+                    .header_hits
+                    .iter()
+                    .find(|(x0, x1, _)| (*x0..*x1).contains(&m.column))
+                {
+                    app.view.sort_by(key);
+                }
+            } else if m.row > app.table_top {
+                let line = app.view.offset + (m.row - app.table_top - 1) as usize;
+                if line < app.view.lines().len() {
+                    app.view.select_line(line);
+                }
+            }
+        }
+        MouseEventKind::ScrollDown => app.view.move_by(3),
+        MouseEventKind::ScrollUp => app.view.move_by(-3),
+        _ => {}
+    }
+}
+
+fn errno_text(e: std::io::Error, what: &str) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM) => {
+            format!("{what}: not permitted (only root, or the process's owner, may do this)")
+        }
+        Some(libc::ESRCH) => format!("{what}: no such process (it has exited)"),
+        Some(libc::EACCES) => {
+            format!("{what}: permission denied (lowering nice needs root or CAP_SYS_NICE)")
+        }
+        _ => format!("{what}: {e}"),
+    }
+}
+
+fn send_signal(pid: u32, comm: &str, sig: i32, name: &str) -> String {
+    let what = format!("SIG{name} to {pid} ({comm})");
+    // SAFETY: kill(2) with a pid and signal number; no memory involved.
+    if unsafe { libc::kill(pid as libc::pid_t, sig) } == 0 {
+        format!("sent {what}")
+    } else {
+        errno_text(std::io::Error::last_os_error(), &what)
+    }
+}
+
+fn renice(app: &mut App, delta: i32) {
+    let Some(p) = app.view.selected_proc() else {
+        return;
+    };
+    let (pid, nice) = (p.pid, (p.nice + delta).clamp(-20, 19));
+    let what = format!("nice {nice} for {pid} ({})", p.comm);
+    // SAFETY: setpriority(2) with scalar arguments.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) };
+    app.message = Some(if rc == 0 {
+        app.refresh_now = true;
+        format!("set {what}")
+    } else {
+        errno_text(std::io::Error::last_os_error(), &what)
+    });
+}

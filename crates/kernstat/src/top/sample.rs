@@ -1,0 +1,222 @@
+//! One refresh of `kernstat top`: the process table (BPF iterator or procfs, through
+//! tasks.rs) turned into rates over the interval, and the header's machine figures.
+//!
+//! Rates are differences of cumulative counters kept per (tid, start time), so a reused
+//! pid never inherits the counters of the task before it. A process's CPU time includes
+//! its threads that exited during the interval (the iterator reads the kernel's
+//! `signal->sum_sched_runtime`), so a process that spawns short-lived threads shows its
+//! real use, unlike a /proc walk that sees only live threads.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use kernstat_model::ps::{command_line, TaskRow};
+use kernstat_model::{CoreTimes, Hardware, MemInfo, Psi, SystemSample};
+use kernstat_sources::cgroup::CgroupPaths;
+use kernstat_sources::users::UserNames;
+use kernstat_sources::{HardwareReader, ProcfsPs, Roots, SystemReader, TempSource, Want};
+
+use super::view::Proc;
+use crate::tasks::TaskSource;
+
+/// The header's figures for one interval.
+#[derive(Clone, Debug, Default)]
+pub struct Machine {
+    /// Busy percent of each core over the interval.
+    pub core_busy: Vec<f64>,
+    /// Memory and swap.
+    pub mem: MemInfo,
+    /// 1, 5, 15 minute load.
+    pub load: [f64; 3],
+    /// Pressure stall information.
+    pub psi: Psi,
+    /// Temperature, frequency, GPU, battery where present.
+    pub hw: Hardware,
+    /// Runnable tasks (procs_running).
+    pub running: u64,
+    /// Tasks seen in the table read.
+    pub tasks: usize,
+    /// Where processes come from: "bpf-iter", "bpf-pin" or "procfs".
+    pub source: &'static str,
+}
+
+/// Counters of a task at the previous refresh.
+#[derive(Clone, Copy, Debug)]
+struct Before {
+    cpu_ns: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+}
+
+/// Reads everything a refresh shows.
+pub struct Sampler {
+    source: TaskSource,
+    extra: Option<ProcfsPs>,
+    system: SystemReader,
+    hardware: HardwareReader,
+    sys: SystemSample,
+    prev_cores: Vec<CoreTimes>,
+    before: HashMap<(u32, u64), Before>,
+    before_next: HashMap<(u32, u64), Before>,
+    at: Option<Instant>,
+    users: UserNames,
+    cgroups: Option<CgroupPaths>,
+    /// Command lines kept per (pid, start): one /proc or iterator record's bytes turned
+    /// into text once, not every refresh.
+    cmds: HashMap<(u32, u64), String>,
+    cmds_next: HashMap<(u32, u64), String>,
+}
+
+impl Sampler {
+    /// Opens the sources: BPF unless `no_bpf`, a pin under `pin_dir` when one exists.
+    pub fn open(
+        no_bpf: bool,
+        pin_dir: &std::path::Path,
+        temp: &TempSource,
+    ) -> anyhow::Result<Self> {
+        let roots = Roots::default();
+        Ok(Sampler {
+            source: TaskSource::open(no_bpf, pin_dir, true)?,
+            extra: None,
+            system: SystemReader::open(&roots)?,
+            hardware: HardwareReader::discover(&roots, temp),
+            sys: SystemSample::default(),
+            prev_cores: Vec::new(),
+            before: HashMap::new(),
+            before_next: HashMap::new(),
+            at: None,
+            users: UserNames::default(),
+            cgroups: None,
+            cmds: HashMap::new(),
+            cmds_next: HashMap::new(),
+        })
+    }
+
+    /// Reads one refresh into `procs` (cleared first) and returns the header's figures.
+    /// `threads`: one row per thread. `cgroups`: fill in cgroup paths (for the filter).
+    pub fn refresh(
+        &mut self,
+        procs: &mut Vec<Proc>,
+        threads: bool,
+        cgroups: bool,
+    ) -> anyhow::Result<Machine> {
+        let now = Instant::now();
+        let want = Want {
+            cmdline: true,
+            cgroup: cgroups,
+        };
+        let tasks = self.source.read(threads, want, &mut self.extra)?;
+        let dt_s = self
+            .at
+            .map(|t| now.duration_since(t).as_secs_f64())
+            .unwrap_or(0.0);
+        self.at = Some(now);
+        if cgroups && self.cgroups.is_none() {
+            self.cgroups = Some(CgroupPaths::scan(&Roots::default()));
+        }
+        procs.clear();
+        procs.reserve(tasks.len());
+        self.before_next.clear();
+        self.cmds_next.clear();
+        for t in &tasks {
+            procs.push(self.proc_of(t, threads, dt_s, cgroups));
+        }
+        std::mem::swap(&mut self.before, &mut self.before_next);
+        std::mem::swap(&mut self.cmds, &mut self.cmds_next);
+        let totals = self.system.read(&mut self.sys)?;
+        self.hardware.read(&mut self.sys.hw);
+        let core_busy = self
+            .sys
+            .cores
+            .iter()
+            .zip(
+                self.prev_cores
+                    .iter()
+                    .chain(std::iter::repeat(&CoreTimes::default())),
+            )
+            .map(|(now, was)| {
+                let total = now.total_ns.saturating_sub(was.total_ns);
+                let busy = now.busy_ns.saturating_sub(was.busy_ns);
+                if total == 0 {
+                    0.0
+                } else {
+                    (busy as f64 / total as f64 * 100.0).min(100.0)
+                }
+            })
+            .collect();
+        self.prev_cores.clone_from(&self.sys.cores);
+        Ok(Machine {
+            core_busy,
+            mem: self.sys.mem,
+            load: self.sys.load,
+            psi: self.sys.psi,
+            hw: self.sys.hw,
+            running: totals.running,
+            tasks: tasks.len(),
+            source: self.source.name(),
+        })
+    }
+
+    fn proc_of(&mut self, t: &TaskRow, threads: bool, dt_s: f64, cgroups: bool) -> Proc {
+        let id = if threads { t.tid } else { t.pid };
+        let key = (id, t.start_ns);
+        let now = Before {
+            cpu_ns: t.cpu_ns,
+            read_bytes: t.read_bytes,
+            write_bytes: t.write_bytes,
+        };
+        // A task born inside the interval counts from zero; the first refresh has no
+        // interval and shows zeros.
+        let was = self.before.get(&key).copied().unwrap_or(Before {
+            cpu_ns: 0,
+            read_bytes: 0,
+            write_bytes: 0,
+        });
+        self.before_next.insert(key, now);
+        let per_s = |now: u64, was: u64| {
+            if dt_s > 0.0 {
+                now.saturating_sub(was) as f64 / dt_s
+            } else {
+                0.0
+            }
+        };
+        let cmd = match self.cmds.remove(&key) {
+            Some(c) => c,
+            None => command_line(t),
+        };
+        self.cmds_next.insert(key, cmd.clone());
+        let cgroup = match (&t.cgroup_path, &self.cgroups) {
+            (Some(p), _) => p.clone(),
+            (None, Some(c)) if cgroups => c.path(t.cgroup_id),
+            _ => String::new(),
+        };
+        Proc {
+            pid: id,
+            tgid: t.pid,
+            ppid: t.ppid,
+            uid: t.uid,
+            user: self.users.name(t.uid).to_string(),
+            state: t.state as char,
+            threads: t.threads,
+            nice: t.nice,
+            prio: t.prio,
+            cpu_percent: per_s(now.cpu_ns, was.cpu_ns) / 1e7,
+            cpu_ns: t.cpu_ns,
+            rss_bytes: t.rss_bytes,
+            read_bps: per_s(now.read_bytes, was.read_bytes),
+            write_bps: per_s(now.write_bytes, was.write_bytes),
+            comm: t.comm.to_string(),
+            cmd,
+            cgroup,
+            kthread: t.kthread,
+            runq_p99_us: None,
+        }
+    }
+
+    /// Forgets the previous counters (after switching threads on or off: rows change
+    /// meaning).
+    pub fn reset_rates(&mut self) {
+        self.before.clear();
+        self.at = None;
+    }
+}

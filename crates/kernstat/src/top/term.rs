@@ -1,0 +1,113 @@
+//! The terminal as `top` found it, given back on every way out: normal exit, error,
+//! panic (a hook restores before the message prints) and SIGTERM/SIGHUP/SIGINT (blocked
+//! and polled by the loop, so they end it like `q`) — and a terminal that went away (a
+//! closed ssh connection or tmux pane): crossterm's reader retries a read that returns
+//! end-of-file for ever, burning a core, so the loop waits for input itself with poll(2)
+//! and leaves on a hang-up before asking crossterm for events.
+
+use std::io::{self, Stdout};
+
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use crossterm::execute;
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+
+/// What waiting on the terminal found.
+pub enum Input {
+    /// Bytes to read: keys, mouse, or a resize report.
+    Ready,
+    /// Nothing within the timeout.
+    Quiet,
+    /// The terminal is gone.
+    HungUp,
+}
+
+/// Waits up to `timeout` for the terminal (stdin) to have input or hang up.
+pub fn wait_input(timeout: std::time::Duration) -> io::Result<Input> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let stdin = rustix::stdio::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let ts = Timespec {
+        tv_sec: timeout.as_secs() as _,
+        tv_nsec: timeout.subsec_nanos() as _,
+    };
+    match poll(&mut fds, Some(&ts)) {
+        Ok(0) => Ok(Input::Quiet),
+        Ok(_) => {
+            let r = fds[0].revents();
+            if r.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
+                return Ok(Input::HungUp);
+            }
+            // Readable: make sure it is not end-of-file (a hung-up tty may say IN only).
+            let mut n: libc::c_int = 0;
+            // SAFETY: FIONREAD writes one int.
+            let rc = unsafe { libc::ioctl(0, libc::FIONREAD, &mut n) };
+            Ok(if rc == 0 && n == 0 {
+                Input::HungUp
+            } else {
+                Input::Ready
+            })
+        }
+        Err(rustix::io::Errno::INTR) => Ok(Input::Quiet),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A terminal in raw mode on the alternate screen, with the mouse reported.
+pub struct Screen {
+    /// The ratatui terminal.
+    pub terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(
+        io::stdout(),
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+}
+
+impl Screen {
+    /// Takes over the terminal; fails clearly when stdout is not one.
+    pub fn enter() -> anyhow::Result<Self> {
+        if !rustix::termios::isatty(rustix::stdio::stdout()) {
+            anyhow::bail!(
+                "top needs a terminal (stdout is not one); for a table, use `kernstat ps`"
+            );
+        }
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+        enable_raw_mode()?;
+        if let Err(e) = execute!(
+            io::stdout(),
+            EnterAlternateScreen,
+            EnableMouseCapture,
+            crossterm::cursor::Hide
+        ) {
+            restore();
+            return Err(e.into());
+        }
+        let terminal = match Terminal::new(CrosstermBackend::new(io::stdout())) {
+            Ok(t) => t,
+            Err(e) => {
+                restore();
+                return Err(e.into());
+            }
+        };
+        Ok(Screen { terminal })
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        restore();
+    }
+}
