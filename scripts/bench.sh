@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm prompt (default: all). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm prompt top (default: all). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -442,6 +442,59 @@ section_prompt() {
   rm -rf "$dir"
 }
 
+# kernstat top beside htop and btop, all three at a 1 s refresh in their own tmux windows
+# (160x40, UTF-8) for 60 s at the same time, so they watch the same processes: CPU per
+# refresh from /proc/PID/schedstat (the task iterator runs inside kernstat's read(), so
+# its BPF time is in that figure; bpftool's run time of the iterator is printed apart),
+# and VmRSS / VmHWM at the end. Configs live in a scratch HOME (htop writes its rc on exit).
+section_top() {
+  command -v htop >/dev/null && command -v btop >/dev/null ||
+    { echo "== top: needs htop and btop (apt-get install htop btop)"; return; }
+  local home srv secs=60
+  home=$(mktemp -d); srv=ks-bench-top
+  mkdir -p "$home/.config/btop"
+  printf 'update_ms = 1000\nproc_sorting = "cpu lazy"\n' >"$home/.config/btop/btop.conf"
+  for tasks in 300 10000; do
+    local f
+    f=$(fleet "$tasks")
+    echo "== top, htop, btop at 1 s, side by side for ${secs} s: $(ls -d /proc/[0-9]* | wc -l) processes"
+    sysctl -qw kernel.bpf_stats_enabled=1
+    tmux -L $srv kill-server 2>/dev/null || true
+    local envs="env HOME=$home LANG=C.UTF-8 TERM=xterm-256color"
+    tmux -L $srv new-session -d -x 160 -y 40 -s kernstat "exec $envs $K top -d 1"
+    tmux -L $srv new-session -d -x 160 -y 40 -s htop "exec $envs htop -d 10"
+    tmux -L $srv new-session -d -x 160 -y 40 -s btop "exec $envs btop --utf-force"
+    sleep 5
+    local -A pid s0 s1
+    for t in kernstat htop btop; do
+      local shell
+      shell=$(tmux -L $srv list-panes -t $t -F '#{pane_pid}')
+      # env execs the tool: the pane's process is the tool itself.
+      pid[$t]=$shell
+      s0[$t]=$(cut -d' ' -f1 /proc/$shell/schedstat)
+    done
+    local it0 t0 t1 it1
+    it0=$(prog_ns ps_tasks_cmdline "${pid[kernstat]}")
+    t0=$(date +%s%N)
+    sleep $secs
+    t1=$(date +%s%N)
+    it1=$(prog_ns ps_tasks_cmdline "${pid[kernstat]}")
+    for t in kernstat htop btop; do
+      s1[$t]=$(cut -d' ' -f1 /proc/${pid[$t]}/schedstat)
+      awk -v n="$t" -v s=$((s1[$t] - s0[$t])) -v w=$((t1 - t0)) \
+        -v rss="$(awk '/VmRSS/ {print $2}' /proc/${pid[$t]}/status)" \
+        -v hwm="$(awk '/VmHWM/ {print $2}' /proc/${pid[$t]}/status)" 'BEGIN {
+        printf "%-9s %7.2f ms CPU per refresh (%.2f%% of a core)  RSS %6.1f MiB (peak %.1f)\n",
+          n, s/(w/1e9)/1e6, s/w*100, rss/1024, hwm/1024 }'
+    done
+    echo "kernstat's task iterator program (bpftool, whole run): $it1 (at 5 s: $it0)"
+    tmux -L $srv kill-server 2>/dev/null || true
+    sysctl -qw kernel.bpf_stats_enabled=0
+    stop_fleet "$f"
+  done
+  rm -rf "$home"
+}
+
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm prompt)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm prompt top)
 for s in "${sections[@]}"; do "section_$s"; done

@@ -312,6 +312,11 @@ pub struct Intervals {
 }
 
 impl Intervals {
+    /// Forgets the previous readings of processes `keep` rejects (see [`Deltas::retain`]).
+    pub fn retain(&mut self, keep: impl Fn(u32) -> bool) {
+        self.deltas.retain(keep);
+    }
+
     /// The processes with calls since the previous reading, judged over `seconds`,
     /// busiest first (by calls, then pid), at most `top` of them.
     pub fn next(

@@ -379,6 +379,14 @@ pub fn proc_io(pid: u32) -> (u64, u64) {
     (get("read_bytes:"), get("write_bytes:"))
 }
 
+/// /proc/PID/io's syscw: write-family system calls the process made.
+pub fn proc_syscw(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/io")).expect("read io");
+    s.lines()
+        .find_map(|l| l.strip_prefix("syscw:").and_then(|v| v.trim().parse().ok()))
+        .expect("syscw in /proc/PID/io")
+}
+
 /// /proc/stat's machine-wide busy time (user+nice+system+irq+softirq+steal), ns.
 pub fn proc_stat_busy_ns() -> u64 {
     proc_stat_ns(&[0, 1, 2, 5, 6, 7])

@@ -288,6 +288,9 @@ pub struct TopArgs {
     /// Start with the run-queue latency panel on (key r).
     #[arg(long)]
     pub runqlat: bool,
+    /// Start with the write-size panel on (key w).
+    #[arg(long)]
+    pub writes: bool,
     /// Leave after this many refreshes (for benchmarks and scripts).
     #[arg(short = 'n', long, value_name = "N")]
     pub iterations: Option<u64>,

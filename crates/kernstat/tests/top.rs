@@ -72,9 +72,14 @@ fn refresh_count(screen: &str) -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
+/// Whether `line` is the process table's title line (the writes panel has its own).
+fn is_table_header(line: &str) -> bool {
+    line.contains("COMMAND") && line.contains("CPU%")
+}
+
 /// The table's rows as on screen (below the column titles).
 fn table(screen: &str) -> Vec<&str> {
-    let mut lines = screen.lines().skip_while(|l| !l.contains("COMMAND"));
+    let mut lines = screen.lines().skip_while(|l| !is_table_header(l));
     lines.next();
     lines
         .take_while(|l| !l.starts_with("?:help") && !l.starts_with('[') && !l.trim().is_empty())
@@ -90,7 +95,7 @@ fn pid_of(row: &str) -> Option<u32> {
 fn column(screen: &str, row: &str, title: &str) -> String {
     let header: Vec<char> = screen
         .lines()
-        .find(|l| l.contains("COMMAND"))
+        .find(|l| is_table_header(l))
         .unwrap()
         .chars()
         .collect();
@@ -117,6 +122,39 @@ fn column(screen: &str, row: &str, title: &str) -> String {
         .to_string()
 }
 
+/// For `n` pairs of consecutive refreshes: the screen after the second, and the rate per
+/// second of `counter` (read from /proc) over the same two refreshes. The screen is polled
+/// every few ms, so both ends are seen late by about the same few ms.
+fn per_refresh(pane: &Pane, n: usize, counter: impl Fn() -> u64) -> Vec<(String, f64)> {
+    let mut seen: Vec<(u64, Instant, u64)> = Vec::new();
+    let mut out = Vec::new();
+    let t = Instant::now();
+    while out.len() < n && t.elapsed() < Duration::from_secs(30) {
+        let screen = pane.screen();
+        let (at, value) = (Instant::now(), counter());
+        std::thread::sleep(Duration::from_millis(5));
+        let Some(refresh) = refresh_count(&screen) else {
+            continue;
+        };
+        if seen.last().is_some_and(|s| s.0 == refresh) {
+            continue;
+        }
+        seen.push((refresh, at, value));
+        let [.., a, b] = seen[..] else { continue };
+        if b.0 == a.0 + 1 {
+            let rate = (b.2 - a.2) as f64 / (b.1 - a.1).as_secs_f64();
+            out.push((screen, rate));
+        }
+    }
+    assert_eq!(
+        out.len(),
+        n,
+        "too few refreshes compared:\n{}",
+        pane.screen()
+    );
+    out
+}
+
 #[test]
 fn a_spinning_process_tops_the_table_with_the_cpu_proc_measures() {
     let Some(_serial) = usable() else { return };
@@ -133,28 +171,8 @@ fn a_spinning_process_tops_the_table_with_the_cpu_proc_measures() {
     );
     let pane = top(dir.path(), "-d 1", &[], (160, 40));
     pane.wait_for("two refreshes", &|s| refresh_count(s) >= Some(2));
-    // /proc's CPU time of the workload at each refresh the screen shows; kernstat's
-    // figure on screen covers the interval between the last two (the screen is polled
-    // every few ms, so both ends are seen late by about the same few ms).
-    let mut seen: Vec<(u64, Instant, u64)> = Vec::new();
-    let t = Instant::now();
-    let mut compared = 0;
-    while compared < 3 && t.elapsed() < Duration::from_secs(30) {
-        let screen = pane.screen();
-        let (at, cpu) = (Instant::now(), proc_cpu_ns(pid));
-        std::thread::sleep(Duration::from_millis(5));
-        let Some(n) = refresh_count(&screen) else {
-            continue;
-        };
-        if seen.last().is_some_and(|s| s.0 == n) {
-            continue;
-        }
-        seen.push((n, at, cpu));
-        let [.., a, b] = seen[..] else { continue };
-        if b.0 != a.0 + 1 {
-            continue;
-        }
-        let proc_pct = (b.2 - a.2) as f64 / (b.1 - a.1).as_nanos() as f64 * 100.0;
+    for (screen, ns_per_s) in per_refresh(&pane, 3, || proc_cpu_ns(pid)) {
+        let proc_pct = ns_per_s / 1e7;
         let rows = table(&screen);
         let cpu_of = |row: &str| -> f64 { column(&screen, row, "CPU%").parse().unwrap() };
         let mine = rows
@@ -177,14 +195,79 @@ fn a_spinning_process_tops_the_table_with_the_cpu_proc_measures() {
             (shown - proc_pct).abs() <= 5.0,
             "kernstat {shown} % vs /proc {proc_pct:.1} % over the same refresh:\n{screen}"
         );
-        compared += 1;
     }
-    assert_eq!(
-        compared,
-        3,
-        "too few refreshes compared:\n{}",
-        pane.screen()
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+}
+
+#[test]
+fn the_write_size_panel_counts_a_known_writer_and_detaches_when_off() {
+    let Some(_serial) = usable() else { return };
+    if !kernstat_testkit::bpf_gate() || !kernstat_testkit::tool_gate("bpftool") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trickle.out");
+    // 200 writes of 64 bytes a second: every one small, the rate over the threshold.
+    let trickle = Workload::start(&["trickle", "200", "64", out.to_str().unwrap()]);
+    let pid = trickle.pid();
+    // Filtered to it: the table and the panel show it whatever else writes.
+    let pane = top(
+        dir.path(),
+        "-d 1 --sort wcalls --filter trickle",
+        &[],
+        (160, 40),
     );
+    pane.wait_for("a refresh", &|s| refresh_count(s) >= Some(1));
+    let me = top_pid(&pane);
+    let before = program_ids_of(me);
+    pane.keys(&["w"]);
+    let s = pane.wait_for("the writes panel", &|s| {
+        s.contains("write calls, last interval") && s.contains("WCALL/s")
+    });
+    let probes: Vec<u64> = program_ids_of(me)
+        .into_iter()
+        .filter(|id| !before.contains(id))
+        .collect();
+    assert!(!probes.is_empty(), "no probe programs while on:\n{s}");
+    // /proc/PID/io's syscw counts the same write(2) calls: over the same refreshes
+    // kernstat's WCALL/s is within 5 % of it, and every call is small.
+    for (screen, proc_rate) in per_refresh(&pane, 3, || kernstat_testkit::proc_syscw(pid)) {
+        let row = table(&screen)
+            .into_iter()
+            .find(|r| pid_of(r) == Some(pid))
+            .unwrap_or_else(|| panic!("writer not in the table:\n{screen}"));
+        let shown: f64 = column(&screen, row, "WCALL/s").parse().unwrap();
+        assert!(
+            (shown - proc_rate).abs() <= proc_rate * 0.05 + 2.0,
+            "kernstat {shown} calls/s vs /proc syscw {proc_rate:.1}/s:\n{screen}"
+        );
+        assert_eq!(column(&screen, row, "SMALL%"), "100", "{screen}");
+        assert!(
+            screen.contains("buffer the writes"),
+            "the panel gives the advice:\n{screen}"
+        );
+    }
+    pane.keys(&["w"]);
+    pane.wait_for("the panel gone", &|s| {
+        s.contains("write sizes off: probe detached") && !s.contains("WCALL/s")
+    });
+    let t = Instant::now();
+    loop {
+        let left: Vec<u64> = kernel_programs()
+            .into_iter()
+            .map(|(id, _)| id)
+            .filter(|id| probes.contains(id))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "programs left: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     pane.keys(&["q"]);
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }

@@ -7,6 +7,7 @@
 //!       first EXITED_THREADS threads burn EXITED_MS each and exit; then THREADS threads
 //!       burn MS each and stay alive (parked)
 //!   ks-workload spin                 print "ready", then burn one CPU until killed
+//!   ks-workload trickle RATE SIZE PATH  print "ready", then write SIZE bytes RATE times a second
 //!   ks-workload write BYTES PATH     write BYTES to PATH in 64 KiB writes, fsync
 //!   ks-workload alloc MIB            allocate and touch MIB MiB
 //!   ks-workload idle N               N idle child processes (killed with us)
@@ -69,6 +70,27 @@ fn main() {
             let mut x = 0u64;
             loop {
                 x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        Some("trickle") => {
+            // RATE writes of SIZE bytes per second to PATH, forever: a steady small
+            // writer (absolute deadlines, so the rate does not drift with timer slack).
+            let rate = arg(&args, 2, "RATE").max(1);
+            let size = arg(&args, 3, "SIZE") as usize;
+            let path = args.get(4).expect("ks-workload trickle RATE SIZE PATH");
+            let mut f = std::fs::File::create(path).expect("create");
+            let record = vec![b'x'; size];
+            let step = std::time::Duration::from_nanos(1_000_000_000 / rate);
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "ready");
+            let _ = out.flush();
+            let mut next = std::time::Instant::now();
+            loop {
+                f.write_all(&record).expect("write");
+                next += step;
+                if let Some(d) = next.checked_duration_since(std::time::Instant::now()) {
+                    std::thread::sleep(d);
+                }
             }
         }
         Some("burn") => {

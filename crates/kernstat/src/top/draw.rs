@@ -1,6 +1,6 @@
-//! Rendering of `top` with ratatui: header, run-queue panel, table, footer and the
-//! dialogs. Only the rows that fit are turned into cells (a 10,000-process table costs
-//! the same to draw as a 50-process one).
+//! Rendering of `top` with ratatui: header, run-queue and write-size panels, table,
+//! footer and the dialogs. Only the rows that fit are turned into cells (a 10,000-process
+//! table costs the same to draw as a 50-process one).
 //!
 //! Colour only marks levels (bars, the selection is reverse video), so the view reads the
 //! same with `NO_COLOR`.
@@ -26,7 +26,7 @@ struct Col {
     right: bool,
 }
 
-const COLS: [Col; 12] = [
+const COLS: [Col; 14] = [
     Col {
         title: "PID",
         width: 7,
@@ -83,7 +83,7 @@ const COLS: [Col; 12] = [
     },
     Col {
         title: "WRITE/s",
-        width: 7,
+        width: 8,
         key: SortKey::Write,
         right: true,
     },
@@ -99,17 +99,26 @@ const COLS: [Col; 12] = [
         key: SortKey::RunqP99,
         right: true,
     },
+    Col {
+        title: "WCALL/s",
+        width: 8,
+        key: SortKey::WriteCalls,
+        right: true,
+    },
+    Col {
+        title: "SMALL%",
+        width: 7,
+        key: SortKey::SmallShare,
+        right: true,
+    },
 ];
 
 /// Width the command column keeps at least; narrower terminals drop the I/O columns
 /// first, then TIME+.
 const MIN_COMMAND: u16 = 20;
 
-fn shown_columns(width: u16, runq: bool) -> Vec<&'static Col> {
-    let mut cols: Vec<&Col> = COLS
-        .iter()
-        .filter(|c| runq || c.key != SortKey::RunqP99)
-        .collect();
+fn shown_columns(width: u16, shown: impl Fn(SortKey) -> bool) -> Vec<&'static Col> {
+    let mut cols: Vec<&Col> = COLS.iter().filter(|c| shown(c.key)).collect();
     for drop in [
         SortKey::Read,
         SortKey::Write,
@@ -286,6 +295,11 @@ fn header_lines(app: &App, width: u16, max_core_rows: usize) -> Vec<Line<'static
             let _ = write!(c, " + runqlat probe {p:.3}%");
         }
     }
+    if let Some(w) = &app.writes {
+        if let Some(p) = w.cost_percent {
+            let _ = write!(c, " + writes probe {p:.3}%");
+        }
+    }
     lines.push(Line::styled(
         c,
         Style::default().add_modifier(Modifier::DIM),
@@ -348,6 +362,55 @@ fn runq_panel(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(lines), inner);
 }
 
+/// The busiest writers of the interval: calls/s, mean size, the small share, and what
+/// to do when the thresholds say small-write syndrome.
+fn writes_panel(app: &App, f: &mut Frame, area: Rect) {
+    let Some(w) = &app.writes else { return };
+    let total: f64 = w.verdicts.iter().map(|v| v.calls_per_s).sum();
+    let title = format!(
+        " write calls, last interval: {total:.0}/s from {} process{}; small: under {} bytes  ({}) ",
+        w.verdicts.len(),
+        if w.verdicts.len() == 1 { "" } else { "es" },
+        w.thresholds.small_bytes,
+        w.attach
+    );
+    let block = Block::default().borders(Borders::TOP).title(title);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let mut lines = vec![Line::styled(
+        format!(
+            "{:>7} {:<15} {:>9} {:>10} {:>6}  {}",
+            "PID", "COMMAND", "CALLS/s", "MEAN B", "SMALL%", "VERDICT"
+        ),
+        Style::default().add_modifier(Modifier::BOLD),
+    )];
+    let shown = w.verdicts.iter().filter(|v| app.view.shows_process(v.pid));
+    for v in shown.take(inner.height.saturating_sub(1) as usize) {
+        let verdict = if v.small_writes {
+            v.advice.as_str()
+        } else {
+            ""
+        };
+        let style = if v.small_writes && app.color {
+            Style::default().fg(Color::Yellow)
+        } else {
+            Style::default()
+        };
+        lines.push(Line::styled(
+            format!(
+                "{:>7} {:<15} {:>9.0} {:>10.0} {:>6.0}  {verdict}",
+                v.pid,
+                v.comm,
+                v.calls_per_s,
+                v.mean_bytes,
+                v.small_share * 100.0
+            ),
+            style,
+        ));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
 /// Draws the whole screen and records where the table is (for the mouse).
 pub(crate) fn draw(f: &mut Frame, app: &mut App) {
     let area = f.area();
@@ -358,9 +421,15 @@ pub(crate) fn draw(f: &mut Frame, app: &mut App) {
     } else {
         0
     };
-    let [head, panel, table_area, footer] = Layout::vertical([
+    let writes_h = if app.writes.is_some() {
+        (area.height / 5).clamp(3, 8)
+    } else {
+        0
+    };
+    let [head, panel, wpanel, table_area, footer] = Layout::vertical([
         Constraint::Length(header.len() as u16),
         Constraint::Length(runq_h),
+        Constraint::Length(writes_h),
         Constraint::Min(3),
         Constraint::Length(1),
     ])
@@ -368,6 +437,9 @@ pub(crate) fn draw(f: &mut Frame, app: &mut App) {
     f.render_widget(Paragraph::new(header), head);
     if app.runq.is_some() {
         runq_panel(app, f, panel);
+    }
+    if app.writes.is_some() {
+        writes_panel(app, f, wpanel);
     }
     draw_table(f, app, table_area);
     draw_footer(f, app, footer);
@@ -379,8 +451,7 @@ pub(crate) fn draw(f: &mut Frame, app: &mut App) {
 }
 
 fn draw_table(f: &mut Frame, app: &mut App, area: Rect) {
-    let runq = app.runq.is_some();
-    let cols = shown_columns(area.width, runq);
+    let cols = shown_columns(area.width, super::shown_columns(app));
     let height = area.height.saturating_sub(1) as usize;
     app.page = height;
     app.table_top = area.y;
@@ -467,6 +538,18 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect) {
                     }
                     None => buf.push('-'),
                 },
+                SortKey::WriteCalls => match p.write_calls_per_s {
+                    Some(v) => {
+                        let _ = write!(buf, "{v:.0}");
+                    }
+                    None => buf.push('-'),
+                },
+                SortKey::SmallShare => match p.small_write_share {
+                    Some(v) => {
+                        let _ = write!(buf, "{:.0}", v * 100.0);
+                    }
+                    None => buf.push('-'),
+                },
                 SortKey::Cmd => {}
             }
             let w = c.width as usize;
@@ -518,7 +601,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
             match &app.message {
                 Some(m) => s.push_str(m),
                 None => s.push_str(
-                    "?:help  /:filter  t:tree  P/M/T:sort  k:signal  r:run-queue latency  q:quit",
+                    "?:help  /:filter  t:tree  P/M/T:sort  k:signal  r:run-queue latency  w:write sizes  q:quit",
                 ),
             }
             s
@@ -553,7 +636,7 @@ pub(crate) const HELP: &[(&str, &str)] = &[
     ("I", "invert the sort order"),
     (
         "/ (F3)",
-        "filter by command, user, cgroup or pid; Esc clears",
+        "filter by command, user, cgroup or pid (the panels too); Esc clears",
     ),
     ("t (F5)", "tree on/off"),
     ("H", "threads on/off"),
@@ -561,6 +644,10 @@ pub(crate) const HELP: &[(&str, &str)] = &[
     (
         "r",
         "run-queue latency panel and RQ p99 column (loads the BPF probe; off detaches it)",
+    ),
+    (
+        "w",
+        "write-size panel and WCALL/s, SMALL% columns (loads the BPF probe; off detaches it)",
     ),
     (
         "k (F9)",

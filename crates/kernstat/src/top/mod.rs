@@ -24,7 +24,7 @@ use crossterm::event::{
 
 use crate::cli::TopArgs;
 use crate::signals::{Signals, Wake};
-use probes::RunqPanel;
+use probes::{RunqPanel, WritesPanel};
 use sample::{Machine, Sampler};
 use view::{SortKey, View};
 
@@ -63,6 +63,7 @@ pub(crate) struct App {
     pub delay: Duration,
     pub threads: bool,
     pub runq: Option<RunqPanel>,
+    pub writes: Option<WritesPanel>,
     /// Why the run-queue panel could not open, or the last action's result.
     pub message: Option<String>,
     /// kernstat's own CPU over the last interval, percent of one core (this process,
@@ -93,6 +94,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         delay: args.delay,
         threads: false,
         runq: None,
+        writes: None,
         message: None,
         cost_percent: None,
         table_top: 0,
@@ -109,6 +111,9 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     }
     if args.runqlat {
         toggle_runq(&mut app);
+    }
+    if args.writes {
+        toggle_writes(&mut app);
     }
     let mut screen = term::Screen::enter()?;
     let mut refreshes = 0u64;
@@ -130,6 +135,22 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         if let Some(panel) = &app.runq {
             for p in procs.iter_mut() {
                 p.runq_p99_us = panel.p99.get(&p.tgid).copied();
+            }
+        }
+        if let Some(panel) = app.writes.as_mut() {
+            let alive: std::collections::HashSet<u32> = procs.iter().map(|p| p.tgid).collect();
+            if let Err(e) = panel.refresh(|pid| alive.contains(&pid)) {
+                app.message = Some(format!("write sizes: {e:#}; panel off"));
+                app.writes = None;
+            }
+        }
+        if let Some(panel) = &app.writes {
+            let by_pid: std::collections::HashMap<u32, &kernstat_model::writes::Verdict> =
+                panel.verdicts.iter().map(|v| (v.pid, v)).collect();
+            for p in procs.iter_mut() {
+                let v = by_pid.get(&p.tgid);
+                p.write_calls_per_s = Some(v.map_or(0.0, |v| v.calls_per_s));
+                p.small_write_share = v.map(|v| v.small_share);
             }
         }
         // The view keeps this refresh's rows; the previous ones' storage is refilled next.
@@ -269,6 +290,37 @@ fn toggle_runq(app: &mut App) {
     }
 }
 
+fn toggle_writes(app: &mut App) {
+    if app.writes.take().is_some() {
+        if matches!(app.view.sort, SortKey::WriteCalls | SortKey::SmallShare) {
+            app.view.sort_by(SortKey::Cpu);
+        }
+        app.message = Some("write sizes off: probe detached".into());
+        return;
+    }
+    match WritesPanel::open() {
+        Ok(p) => {
+            app.message = Some(format!(
+                "write sizes on ({}: {} programs)",
+                p.attach,
+                p.program_count()
+            ));
+            app.writes = Some(p);
+        }
+        Err(e) => app.message = Some(format!("write sizes need BPF: {e:#}")),
+    }
+}
+
+/// Which columns are on screen (the probes' columns are there only with their panel).
+fn shown_columns(app: &App) -> impl Fn(SortKey) -> bool {
+    let (runq, writes) = (app.runq.is_some(), app.writes.is_some());
+    move |k| match k {
+        SortKey::RunqP99 => runq,
+        SortKey::WriteCalls | SortKey::SmallShare => writes,
+        _ => true,
+    }
+}
+
 fn step_delay(app: &mut App, up: bool) {
     let now = app.delay.as_secs_f64();
     let next = if up {
@@ -365,9 +417,13 @@ fn normal_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
             app.view.descending = !app.view.descending;
             app.view.rebuild();
         }
-        KeyCode::Char('<') | KeyCode::Char(',') => app.view.cycle_sort(false, app.runq.is_some()),
+        KeyCode::Char('<') | KeyCode::Char(',') => {
+            let shown = shown_columns(app);
+            app.view.cycle_sort(false, shown)
+        }
         KeyCode::Char('>') | KeyCode::Char('.') | KeyCode::F(6) => {
-            app.view.cycle_sort(true, app.runq.is_some())
+            let shown = shown_columns(app);
+            app.view.cycle_sort(true, shown)
         }
         KeyCode::Char('t') | KeyCode::F(5) => {
             app.view.tree = !app.view.tree;
@@ -388,6 +444,7 @@ fn normal_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
             app.view.rebuild();
         }
         KeyCode::Char('r') => toggle_runq(app),
+        KeyCode::Char('w') => toggle_writes(app),
         KeyCode::Char('+') | KeyCode::Char('=') => step_delay(app, true),
         KeyCode::Char('-') => step_delay(app, false),
         KeyCode::Char('k') | KeyCode::F(9) => {

@@ -210,6 +210,8 @@ impl Sampler {
             cgroup,
             kthread: t.kthread,
             runq_p99_us: None,
+            write_calls_per_s: None,
+            small_write_share: None,
         }
     }
 

@@ -48,6 +48,10 @@ pub struct Proc {
     pub kthread: bool,
     /// 99th percentile run-queue latency over the interval, µs (runqlat panel on).
     pub runq_p99_us: Option<f64>,
+    /// Write calls per second over the interval (writes panel on).
+    pub write_calls_per_s: Option<f64>,
+    /// Share of those calls asking for fewer bytes than the small threshold, 0..1.
+    pub small_write_share: Option<f64>,
 }
 
 /// What rows can be sorted by; one per column.
@@ -77,13 +81,17 @@ pub enum SortKey {
     Time,
     /// RQ p99.
     RunqP99,
+    /// WCALL/s.
+    WriteCalls,
+    /// SMALL%.
+    SmallShare,
     /// COMMAND.
     Cmd,
 }
 
 impl SortKey {
     /// Every key, in column order.
-    pub const ALL: [SortKey; 13] = [
+    pub const ALL: [SortKey; 15] = [
         SortKey::Pid,
         SortKey::User,
         SortKey::Pri,
@@ -96,6 +104,8 @@ impl SortKey {
         SortKey::Write,
         SortKey::Time,
         SortKey::RunqP99,
+        SortKey::WriteCalls,
+        SortKey::SmallShare,
         SortKey::Cmd,
     ];
 
@@ -114,6 +124,8 @@ impl SortKey {
             SortKey::Write => "write",
             SortKey::Time => "time",
             SortKey::RunqP99 => "runq",
+            SortKey::WriteCalls => "wcalls",
+            SortKey::SmallShare => "small",
             SortKey::Cmd => "cmd",
         }
     }
@@ -149,6 +161,14 @@ impl SortKey {
                 .runq_p99_us
                 .unwrap_or(-1.0)
                 .total_cmp(&b.runq_p99_us.unwrap_or(-1.0)),
+            SortKey::WriteCalls => a
+                .write_calls_per_s
+                .unwrap_or(-1.0)
+                .total_cmp(&b.write_calls_per_s.unwrap_or(-1.0)),
+            SortKey::SmallShare => a
+                .small_write_share
+                .unwrap_or(-1.0)
+                .total_cmp(&b.small_write_share.unwrap_or(-1.0)),
             SortKey::Cmd => a.cmd.cmp(&b.cmd),
         }
     }
@@ -231,11 +251,9 @@ impl View {
     }
 
     /// The next (or previous) column as sort key, as htop's `<` and `>`.
-    pub fn cycle_sort(&mut self, forward: bool, with_runq: bool) {
-        let keys: Vec<SortKey> = SortKey::ALL
-            .into_iter()
-            .filter(|&k| with_runq || k != SortKey::RunqP99)
-            .collect();
+    /// `shown` says which columns are on screen (the probes' columns come and go).
+    pub fn cycle_sort(&mut self, forward: bool, shown: impl Fn(SortKey) -> bool) {
+        let keys: Vec<SortKey> = SortKey::ALL.into_iter().filter(|&k| shown(k)).collect();
         let at = keys.iter().position(|&k| k == self.sort).unwrap_or(0);
         let n = keys.len();
         let next = if forward {
@@ -246,6 +264,16 @@ impl View {
         self.sort = keys[next];
         self.descending = self.sort.descending_by_default();
         self.rebuild();
+    }
+
+    /// Whether the table shows process `tgid` (always, without a filter): the panels
+    /// narrow to what the filter keeps.
+    pub fn shows_process(&self, tgid: u32) -> bool {
+        self.filter.is_empty()
+            || self
+                .lines
+                .iter()
+                .any(|l| self.procs.get(l.index).is_some_and(|p| p.tgid == tgid))
     }
 
     fn matches(&self, p: &Proc) -> bool {
@@ -500,6 +528,7 @@ mod tests {
         v.filter = "BIGMEM".into();
         v.rebuild();
         assert_eq!(pids(&v), [11, 12]);
+        assert!(v.shows_process(12) && !v.shows_process(10));
         v.filter = "foo.serv".into();
         v.rebuild();
         assert_eq!(pids(&v), [1]);
