@@ -252,22 +252,7 @@ fn the_write_size_panel_counts_a_known_writer_and_detaches_when_off() {
     pane.wait_for("the panel gone", &|s| {
         s.contains("write sizes off: probe detached") && !s.contains("WCALL/s")
     });
-    let t = Instant::now();
-    loop {
-        let left: Vec<u64> = kernel_programs()
-            .into_iter()
-            .map(|(id, _)| id)
-            .filter(|id| probes.contains(id))
-            .collect();
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "programs left: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert_programs_unloaded(&probes);
     pane.keys(&["q"]);
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }
@@ -378,6 +363,26 @@ fn kernel_programs() -> Vec<(u64, String)> {
         .collect()
 }
 
+/// The programs `ids` are gone from the kernel (not only from top's descriptors) within
+/// a few seconds.
+fn assert_programs_unloaded(ids: &[u64]) {
+    let t = Instant::now();
+    loop {
+        let left: Vec<_> = kernel_programs()
+            .into_iter()
+            .filter(|(id, _)| ids.contains(id))
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "programs left: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Ids of the BPF programs `pid` holds a descriptor of (its fdinfo says `prog_id`).
 fn program_ids_of(pid: u32) -> Vec<u64> {
     let mut ids = Vec::new();
@@ -443,22 +448,8 @@ fn the_run_queue_panel_loads_its_probe_and_detaches_it_when_off() {
     pane.wait_for("the panel gone", &|s| {
         s.contains("probe detached") && !s.contains("RQ p99")
     });
-    // Gone from the kernel, not only from our descriptors.
-    let t = Instant::now();
-    loop {
-        let left: Vec<_> = kernel_programs()
-            .into_iter()
-            .filter(|p| on.contains(p))
-            .collect();
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "programs left: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let ids: Vec<u64> = on.iter().map(|(id, _)| *id).collect();
+    assert_programs_unloaded(&ids);
     pane.keys(&["q"]);
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }
