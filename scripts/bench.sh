@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm prompt top (default: all). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm prompt top, and screenshot (default: all but screenshot). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -444,9 +444,15 @@ section_prompt() {
 
 # kernstat top beside htop and btop, all three at a 1 s refresh in their own tmux windows
 # (160x40, UTF-8) for 60 s at the same time, so they watch the same processes: CPU per
-# refresh from /proc/PID/schedstat (the task iterator runs inside kernstat's read(), so
+# refresh from /proc/PID/task/*/schedstat (the task iterator runs inside kernstat's read(), so
 # its BPF time is in that figure; bpftool's run time of the iterator is printed apart),
 # and VmRSS / VmHWM at the end. Configs live in a scratch HOME (htop writes its rc on exit).
+# CPU time of every thread of process $1, ns (/proc/PID/schedstat is the main thread's
+# only, and btop collects in a second thread).
+task_ns() {
+  cat /proc/"$1"/task/*/schedstat | awk '{s+=$1} END {print s}'
+}
+
 section_top() {
   command -v htop >/dev/null && command -v btop >/dev/null ||
     { echo "== top: needs htop and btop (apt-get install htop btop)"; return; }
@@ -471,16 +477,16 @@ section_top() {
       shell=$(tmux -L $srv list-panes -t $t -F '#{pane_pid}')
       # env execs the tool: the pane's process is the tool itself.
       pid[$t]=$shell
-      s0[$t]=$(cut -d' ' -f1 /proc/$shell/schedstat)
+      s0[$t]=$(task_ns "$shell")
     done
     local it0 t0 t1 it1
-    it0=$(prog_ns ps_tasks_cmdline "${pid[kernstat]}")
+    it0=$(prog_ns ps_tasks "${pid[kernstat]}")
     t0=$(date +%s%N)
     sleep $secs
     t1=$(date +%s%N)
-    it1=$(prog_ns ps_tasks_cmdline "${pid[kernstat]}")
+    it1=$(prog_ns ps_tasks "${pid[kernstat]}")
     for t in kernstat htop btop; do
-      s1[$t]=$(cut -d' ' -f1 /proc/${pid[$t]}/schedstat)
+      s1[$t]=$(task_ns "${pid[$t]}")
       awk -v n="$t" -v s=$((s1[$t] - s0[$t])) -v w=$((t1 - t0)) \
         -v rss="$(awk '/VmRSS/ {print $2}' /proc/${pid[$t]}/status)" \
         -v hwm="$(awk '/VmHWM/ {print $2}' /proc/${pid[$t]}/status)" 'BEGIN {
@@ -493,6 +499,26 @@ section_top() {
     stop_fleet "$f"
   done
   rm -rf "$home"
+}
+
+# The README's screenshot (docs/top.svg): kernstat top with both probe panels on a loaded
+# machine (stress-ng --cpu 4 --switch 2 and a small writer), captured from a tmux pane
+# with its colours and drawn as SVG by scripts/pane2svg.py. Not in the default list.
+section_screenshot() {
+  local srv=ks-shot out
+  out=$(mktemp -d)
+  stress-ng --cpu 4 --switch 2 --timeout 30 >/dev/null 2>&1 &
+  local s=$!
+  $W trickle 300 48 "$out/trickle" >/dev/null &
+  local w=$!
+  tmux -L $srv kill-server 2>/dev/null || true
+  tmux -L $srv new-session -d -x 132 -y 46 -s top "exec env LANG=C.UTF-8 TERM=xterm-256color $K top -d 1 --runqlat --writes"
+  sleep 6
+  tmux -L $srv capture-pane -p -e -t top | python3 scripts/pane2svg.py >docs/top.svg
+  tmux -L $srv kill-server 2>/dev/null || true
+  kill $s $w 2>/dev/null; wait $s $w 2>/dev/null || true
+  rm -rf "$out"
+  echo "== screenshot: docs/top.svg"
 }
 
 sections=("$@")

@@ -543,11 +543,10 @@ fn small_terminal_no_color_and_procfs_only() {
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }
 
-#[test]
-fn refreshes_do_not_cost_more_as_they_go_on() {
-    let Some(_serial) = usable() else { return };
+/// Allocations of each refresh of `kernstat top ARGS --report` run to its end.
+fn allocations_per_refresh(args: &str) -> Vec<u64> {
     let dir = tempfile::tempdir().unwrap();
-    let pane = top(dir.path(), "-d 0.1 -n 40 --report", &[], (160, 40));
+    let pane = top(dir.path(), &format!("{args} --report"), &[], (160, 40));
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
     let report: serde_json::Value = serde_json::from_str(
         std::fs::read_to_string(dir.path().join("stderr"))
@@ -555,12 +554,23 @@ fn refreshes_do_not_cost_more_as_they_go_on() {
             .trim(),
     )
     .unwrap();
-    let allocs: Vec<u64> = report["allocations_per_refresh"]
+    report["allocations_per_refresh"]
         .as_array()
         .unwrap()
         .iter()
         .map(|v| v.as_u64().unwrap())
-        .collect();
+        .collect()
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+#[test]
+fn refreshes_do_not_cost_more_as_they_go_on() {
+    let Some(_serial) = usable() else { return };
+    let allocs = allocations_per_refresh("-d 0.1 -n 40");
     assert_eq!(allocs.len(), 40);
     // Same machine, same processes: the tenth and the fortieth refresh allocate alike
     // (allow for processes this machine starts meanwhile).
@@ -569,5 +579,20 @@ fn refreshes_do_not_cost_more_as_they_go_on() {
     assert!(
         late <= early + early / 4,
         "allocations per refresh grow: {early} → {late} ({allocs:?})"
+    );
+}
+
+#[test]
+fn a_refresh_allocates_nothing_per_process() {
+    let Some(_serial) = usable() else { return };
+    let without = median(allocations_per_refresh("-d 0.1 -n 15")[3..].to_vec());
+    // 1,000 more processes: names, command lines and users are shared with the caches,
+    // so only what is drawn allocates (the same rows fit the screen).
+    let fleet = kernstat_testkit::IdleProcs::spawn(1000).unwrap();
+    let with = median(allocations_per_refresh("-d 0.1 -n 15")[3..].to_vec());
+    drop(fleet);
+    assert!(
+        with.abs_diff(without) < 200,
+        "allocations per refresh: {without} without, {with} with 1,000 more processes"
     );
 }

@@ -449,7 +449,7 @@ fn normal_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
         KeyCode::Char('-') => step_delay(app, false),
         KeyCode::Char('k') | KeyCode::F(9) => {
             if let Some(p) = app.view.selected_proc() {
-                app.mode = Mode::Signal(p.pid, p.comm.clone(), 0);
+                app.mode = Mode::Signal(p.pid, p.comm.to_string(), 0);
             }
         }
         KeyCode::Char(']') | KeyCode::F(8) => renice(app, 1),

@@ -6,6 +6,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// One row: a process, or a thread when threads are shown.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -19,7 +20,7 @@ pub struct Proc {
     /// Real uid.
     pub uid: u32,
     /// User name.
-    pub user: String,
+    pub user: Rc<str>,
     /// State letter.
     pub state: char,
     /// Threads.
@@ -39,9 +40,9 @@ pub struct Proc {
     /// Storage writes per second over the interval.
     pub write_bps: f64,
     /// Command name.
-    pub comm: String,
+    pub comm: Rc<str>,
     /// Command line (`[comm]` for kernel threads).
-    pub cmd: String,
+    pub cmd: Rc<str>,
     /// cgroup v2 path.
     pub cgroup: String,
     /// Kernel thread.
@@ -284,7 +285,7 @@ impl View {
             return true;
         }
         let needle = self.filter.to_lowercase();
-        [&p.cmd, &p.comm, &p.user, &p.cgroup]
+        [&*p.cmd, &*p.comm, &*p.user, p.cgroup.as_str()]
             .iter()
             .any(|h| h.to_lowercase().contains(&needle))
             || p.pid.to_string() == needle
