@@ -450,7 +450,7 @@ section_prompt() {
 # CPU time of every thread of process $1, ns (/proc/PID/schedstat is the main thread's
 # only, and btop collects in a second thread).
 task_ns() {
-  cat /proc/"$1"/task/*/schedstat | awk '{s+=$1} END {print s}'
+  cat /proc/"$1"/task/*/schedstat | awk '{s+=$1} END {printf "%d\n", s}'
 }
 
 section_top() {
@@ -463,7 +463,7 @@ section_top() {
   for tasks in 300 10000; do
     local f
     f=$(fleet "$tasks")
-    echo "== top, htop, btop at 1 s, side by side for ${secs} s: $(ls -d /proc/[0-9]* | wc -l) processes"
+    echo "== top, htop, btop at 1 s, side by side for ${secs} s: $(ls -d /proc/[0-9]* 2>/dev/null | wc -l) processes"
     sysctl -qw kernel.bpf_stats_enabled=1
     tmux -L $srv kill-server 2>/dev/null || true
     local envs="env HOME=$home LANG=C.UTF-8 TERM=xterm-256color"

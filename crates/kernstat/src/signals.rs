@@ -65,6 +65,19 @@ impl Signals {
         }
     }
 
+    /// A descriptor that polls readable while one of the signals is pending (signalfd),
+    /// for loops that also wait on other descriptors; [`Signals::poll`] then takes it.
+    pub fn signalfd(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: the set is valid; a new descriptor or -1 is returned.
+        let fd = unsafe { libc::signalfd(-1, &self.set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: the descriptor was just created and is owned by nobody else.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    }
+
     /// Returns a pending stop signal without waiting.
     pub fn poll(&self) -> Wake {
         self.wait(Duration::ZERO)

@@ -14,6 +14,7 @@ mod sample;
 mod term;
 mod view;
 
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
@@ -86,6 +87,7 @@ pub(crate) struct App {
 pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     let (sort, descending) = parse_sort(&args.sort)?;
     let signals = Signals::block();
+    let sigfd = signals.signalfd()?;
     let mut sampler = Sampler::open(args.no_bpf, &args.pin_dir, &args.temp)?;
     let mut app = App {
         view: View::new(sort, descending),
@@ -184,7 +186,8 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
             if left.is_zero() {
                 break;
             }
-            match term::wait_input(left.min(Duration::from_millis(100)))? {
+            match term::wait_input(left, sigfd.as_fd())? {
+                term::Input::Signal => {}
                 term::Input::HungUp => {
                     app.quit = true;
                     break;

@@ -6,6 +6,7 @@
 //! and leaves on a hang-up before asking crossterm for events.
 
 use std::io::{self, Stdout};
+use std::os::fd::BorrowedFd;
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::execute;
@@ -23,13 +24,19 @@ pub enum Input {
     Quiet,
     /// The terminal is gone.
     HungUp,
+    /// A stop signal is pending (take it with `Signals::poll`).
+    Signal,
 }
 
-/// Waits up to `timeout` for the terminal (stdin) to have input or hang up.
-pub fn wait_input(timeout: std::time::Duration) -> io::Result<Input> {
+/// Waits up to `timeout` for the terminal (stdin) to have input or hang up, or for a
+/// signal on `signals` (a signalfd): one sleep per refresh, no periodic wake-ups.
+pub fn wait_input(timeout: std::time::Duration, signals: BorrowedFd<'_>) -> io::Result<Input> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
     let stdin = rustix::stdio::stdin();
-    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let mut fds = [
+        PollFd::new(&stdin, PollFlags::IN),
+        PollFd::new(&signals, PollFlags::IN),
+    ];
     let ts = Timespec {
         tv_sec: timeout.as_secs() as _,
         tv_nsec: timeout.subsec_nanos() as _,
@@ -37,6 +44,9 @@ pub fn wait_input(timeout: std::time::Duration) -> io::Result<Input> {
     match poll(&mut fds, Some(&ts)) {
         Ok(0) => Ok(Input::Quiet),
         Ok(_) => {
+            if !fds[1].revents().is_empty() {
+                return Ok(Input::Signal);
+            }
             let r = fds[0].revents();
             if r.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
                 return Ok(Input::HungUp);
