@@ -450,7 +450,7 @@ section_prompt() {
 # CPU time of every thread of process $1, ns (/proc/PID/schedstat is the main thread's
 # only, and btop collects in a second thread).
 task_ns() {
-  cat /proc/"$1"/task/*/schedstat | awk '{s+=$1} END {printf "%d\n", s}'
+  cat /proc/"$1"/task/*/schedstat | awk '{s+=$1} END {printf "%.0f\n", s}'
 }
 
 section_top() {

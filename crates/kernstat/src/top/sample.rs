@@ -49,6 +49,16 @@ struct Before {
     write_bytes: u64,
 }
 
+/// A task as last seen: its counters, and its names shared with the rows (Rc: a refresh
+/// allocates nothing per process for them). The command line is read from
+/// /proc/PID/cmdline once per task, and again after an exec (the comm changes).
+struct Known {
+    before: Before,
+    comm: Rc<str>,
+    cmd: Rc<str>,
+    seen: u64,
+}
+
 /// Reads everything a refresh shows.
 pub struct Sampler {
     source: TaskSource,
@@ -57,16 +67,13 @@ pub struct Sampler {
     hardware: HardwareReader,
     sys: SystemSample,
     prev_cores: Vec<CoreTimes>,
-    before: HashMap<(u32, u64), Before>,
-    before_next: HashMap<(u32, u64), Before>,
+    /// What is remembered of each task (per (id, start time)) between refreshes.
+    known: HashMap<(u32, u64), Known>,
+    /// Refreshes so far: entries not seen in the latest are dropped.
+    generation: u64,
     at: Option<Instant>,
     users: UserNames,
     cgroups: Option<CgroupPaths>,
-    /// Command lines kept per (pid, start), with the comm they were read under (an exec
-    /// changes it): read from /proc/PID/cmdline once per process, not every refresh.
-    /// Shared with the rows (Rc): a refresh allocates nothing per process for names.
-    cmds: HashMap<(u32, u64), (Rc<str>, Rc<str>)>,
-    cmds_next: HashMap<(u32, u64), (Rc<str>, Rc<str>)>,
     /// User names by uid, shared with the rows.
     user_names: HashMap<u32, Rc<str>>,
 }
@@ -90,13 +97,11 @@ impl Sampler {
             hardware: HardwareReader::discover(&roots, temp),
             sys: SystemSample::default(),
             prev_cores: Vec::new(),
-            before: HashMap::new(),
-            before_next: HashMap::new(),
+            known: HashMap::new(),
+            generation: 0,
             at: None,
             users: UserNames::default(),
             cgroups: None,
-            cmds: HashMap::new(),
-            cmds_next: HashMap::new(),
             user_names: HashMap::new(),
         })
     }
@@ -125,13 +130,15 @@ impl Sampler {
         }
         procs.clear();
         procs.reserve(tasks.len());
-        self.before_next.clear();
-        self.cmds_next.clear();
+        self.generation += 1;
+        // Grown once, before the walk (not doubled and re-hashed midway).
+        self.known
+            .reserve(tasks.len().saturating_sub(self.known.len()));
         for t in &tasks {
             procs.push(self.proc_of(t, threads, dt_s, cgroups));
         }
-        std::mem::swap(&mut self.before, &mut self.before_next);
-        std::mem::swap(&mut self.cmds, &mut self.cmds_next);
+        let generation = self.generation;
+        self.known.retain(|_, k| k.seen == generation);
         let totals = self.system.read(&mut self.sys)?;
         self.hardware.read(&mut self.sys.hw);
         let core_busy = self
@@ -176,12 +183,25 @@ impl Sampler {
         };
         // A task born inside the interval counts from zero; the first refresh has no
         // interval and shows zeros.
-        let was = self.before.get(&key).copied().unwrap_or(Before {
-            cpu_ns: 0,
-            read_bytes: 0,
-            write_bytes: 0,
+        let generation = self.generation;
+        let known = self.known.entry(key).or_insert_with(|| Known {
+            before: Before {
+                cpu_ns: 0,
+                read_bytes: 0,
+                write_bytes: 0,
+            },
+            comm: Rc::from(t.comm.as_str()),
+            cmd: Rc::from(read_command_line(t)),
+            seen: generation,
         });
-        self.before_next.insert(key, now);
+        if &*known.comm != t.comm.as_str() {
+            // An exec: a new command line under the same pid and start time.
+            known.comm = Rc::from(t.comm.as_str());
+            known.cmd = Rc::from(read_command_line(t));
+        }
+        let was = std::mem::replace(&mut known.before, now);
+        known.seen = generation;
+        let (comm, cmd) = (known.comm.clone(), known.cmd.clone());
         let per_s = |now: u64, was: u64| {
             if dt_s > 0.0 {
                 now.saturating_sub(was) as f64 / dt_s
@@ -189,12 +209,6 @@ impl Sampler {
                 0.0
             }
         };
-        let (comm, cmd) = match self.cmds.remove(&(t.pid, t.start_ns)) {
-            Some((comm, cmd)) if &*comm == t.comm.as_str() => (comm, cmd),
-            _ => (Rc::from(t.comm.as_str()), Rc::from(read_command_line(t))),
-        };
-        self.cmds_next
-            .insert((t.pid, t.start_ns), (comm.clone(), cmd.clone()));
         let users = &mut self.users;
         let user = self
             .user_names
@@ -234,7 +248,7 @@ impl Sampler {
     /// Forgets the previous counters (after switching threads on or off: rows change
     /// meaning).
     pub fn reset_rates(&mut self) {
-        self.before.clear();
+        self.known.clear();
         self.at = None;
     }
 }
