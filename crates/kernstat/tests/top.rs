@@ -270,9 +270,14 @@ fn memory_sort_filter_tree_and_a_confirmed_sigterm() {
         table(s).first().and_then(|r| pid_of(r)) == Some(pid)
     });
     let res = column(&s, table(&s)[0], "RES");
+    let shown_mib: f64 = res
+        .strip_suffix('M')
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("RES {res:?} in MiB:\n{s}"));
+    let proc_mib = kernstat_testkit::proc_rss_bytes(pid) as f64 / (1 << 20) as f64;
     assert!(
-        res.starts_with("25") && res.ends_with('M'),
-        "RES {res:?}:\n{s}"
+        (shown_mib - proc_mib).abs() <= proc_mib * 0.02,
+        "RES {res} vs /proc {proc_mib:.1} MiB:\n{s}"
     );
 
     // The filter narrows the table to it.
@@ -535,6 +540,12 @@ fn small_terminal_no_color_and_procfs_only() {
         "{s}"
     );
     assert!(table(&s).len() >= 5, "{s}");
+    // 80 columns: the I/O columns make room for the command line.
+    assert!(
+        s.lines()
+            .any(|l| l.contains("CPU%") && !l.contains("READ/s")),
+        "{s}"
+    );
     // No colour escapes: only reverse video and dim may be used.
     let esc = pane.tmux(&["capture-pane", "-p", "-e", "-t", "0"]);
     let colours = sgr_colours(&esc);
