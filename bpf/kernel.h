@@ -160,6 +160,9 @@ struct signal_struct {
 	struct list_head thread_head;
 	struct task_io_accounting ioac;
 	unsigned long long sum_sched_runtime;
+	/* Reaped children's (and their reaped descendants') times, ns, added at reap. */
+	unsigned long long cutime;
+	unsigned long long cstime;
 };
 
 typedef struct {

@@ -50,6 +50,9 @@ pub struct TaskRow {
     pub write_bytes: u64,
     /// Leader only: CPU time of released threads, ns.
     pub dead_cpu_ns: u64,
+    /// Leader only: CPU time of the children it reaped (and of what they had reaped), ns
+    /// (the kernel's cutime + cstime). Not part of `cpu_ns`, as in procps.
+    pub reaped_children_cpu_ns: u64,
     /// Leader only: reads of released threads and reaped children.
     pub dead_read_bytes: u64,
     /// Leader only: writes of released threads and reaped children.

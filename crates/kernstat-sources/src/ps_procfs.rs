@@ -279,7 +279,7 @@ pub fn parse_stat(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<TaskR
         comm: TaskName::from_bytes(&data[open + 1..close]),
         ..Default::default()
     };
-    let (mut utime, mut stime) = (0, 0);
+    let (mut utime, mut stime, mut cutime, mut cstime) = (0, 0, 0, 0);
     for (i, f) in fields(&data[close + 1..]).enumerate() {
         let num = || parse_u64(f).unwrap_or(0);
         match i + 3 {
@@ -288,6 +288,8 @@ pub fn parse_stat(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<TaskR
             9 => row.kthread = num() & PF_KTHREAD != 0,
             14 => utime = num(),
             15 => stime = num(),
+            16 => cutime = num(),
+            17 => cstime = num(),
             18 => row.prio = parse_i64(f).unwrap_or(0) as i32,
             19 => row.nice = parse_i64(f).unwrap_or(0) as i32,
             20 => row.threads = num() as u32,
@@ -302,6 +304,7 @@ pub fn parse_stat(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<TaskR
         }
     }
     row.cpu_ns = utime.saturating_add(stime).saturating_mul(ns_per_tick);
+    row.reaped_children_cpu_ns = cutime.saturating_add(cstime).saturating_mul(ns_per_tick);
     Some(row)
 }
 
@@ -311,12 +314,13 @@ mod tests {
 
     #[test]
     fn stat_fields() {
-        let line = b"77 (my proc) R 1 77 77 0 -1 4194304 10 0 0 0 30 20 0 0 20 0 4 0 500 8192000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+        let line = b"77 (my proc) R 1 77 77 0 -1 4194304 10 0 0 0 30 20 7 3 20 0 4 0 500 8192000 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
         let r = parse_stat(line, 10_000_000, 4096).unwrap();
         assert_eq!(r.comm.as_str(), "my proc");
         assert_eq!(r.state, b'R');
         assert_eq!(r.ppid, 1);
         assert_eq!(r.cpu_ns, 500_000_000);
+        assert_eq!(r.reaped_children_cpu_ns, 100_000_000);
         assert_eq!(r.prio, 20);
         assert_eq!(r.nice, 0);
         assert_eq!(r.threads, 4);

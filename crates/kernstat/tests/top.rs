@@ -200,6 +200,59 @@ fn a_spinning_process_tops_the_table_with_the_cpu_proc_measures() {
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }
 
+/// utime + stime + cutime + cstime of /proc/PID/stat, ns: a process's CPU time with
+/// that of the children it reaped.
+fn proc_cpu_with_reaped_ns(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<u64> = stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .skip(11)
+        .take(4)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    fields.iter().sum::<u64>() * (1_000_000_000 / hz)
+}
+
+#[test]
+fn children_that_live_between_two_refreshes_count_on_their_parent() {
+    let Some(_serial) = usable() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // A child burning 30 ms every 100 ms: ~30 % of a CPU, none of it the parent's own,
+    // and most children gone before a refresh sees them.
+    let reaper = Workload::start(&["reaper", "30", "100"]);
+    let pid = reaper.pid();
+    let pane = top(dir.path(), "-d 1 --filter reaper", &[], (160, 40));
+    pane.wait_for("two refreshes", &|s| refresh_count(s) >= Some(2));
+    for (screen, ns_per_s) in per_refresh(&pane, 3, || proc_cpu_with_reaped_ns(pid)) {
+        let proc_pct = ns_per_s / 1e7;
+        let row = table(&screen)
+            .into_iter()
+            .find(|r| pid_of(r) == Some(pid))
+            .unwrap_or_else(|| panic!("the parent is not shown:\n{screen}"));
+        let shown: f64 = column(&screen, row, "CPU%").parse().unwrap();
+        // A child seen by a refresh shows its own share on its own row, so the parent
+        // shows less than /proc's total by that much, never more.
+        let children_shown: f64 = table(&screen)
+            .into_iter()
+            .filter(|r| pid_of(r) != Some(pid) && r.contains("reaper 30 100"))
+            .map(|r| column(&screen, r, "CPU%").parse::<f64>().unwrap())
+            .sum();
+        assert!(
+            (shown + children_shown - proc_pct).abs() <= 6.0,
+            "parent {shown} % + children on screen {children_shown} % vs /proc (with \
+             reaped children) {proc_pct:.1} %:\n{screen}"
+        );
+        assert!(
+            shown >= 15.0,
+            "the children's time is not on the parent:\n{screen}"
+        );
+    }
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+}
+
 #[test]
 fn the_write_size_panel_counts_a_known_writer_and_detaches_when_off() {
     let Some(_serial) = usable() else { return };

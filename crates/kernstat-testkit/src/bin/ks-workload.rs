@@ -8,6 +8,8 @@
 //!       burn MS each and stay alive (parked)
 //!   ks-workload spin                 print "ready", then burn one CPU until killed
 //!   ks-workload trickle RATE SIZE PATH  print "ready", then write SIZE bytes RATE times a second
+//!   ks-workload reaper MS PERIOD_MS  print "ready", then every PERIOD_MS fork a child that
+//!                                    burns MS of CPU and exits, and reap it
 //!   ks-workload write BYTES PATH     write BYTES to PATH in 64 KiB writes, fsync
 //!   ks-workload alloc MIB            allocate and touch MIB MiB
 //!   ks-workload idle N               N idle child processes (killed with us)
@@ -88,6 +90,35 @@ fn main() {
             loop {
                 f.write_all(&record).expect("write");
                 next += step;
+                if let Some(d) = next.checked_duration_since(std::time::Instant::now()) {
+                    std::thread::sleep(d);
+                }
+            }
+        }
+        Some("reaper") => {
+            // Every PERIOD_MS, a child that burns MS of CPU, exits and is reaped: a parent
+            // whose own CPU is nil and whose children live shorter than a refresh.
+            let ms = arg(&args, 2, "MS");
+            let period = Duration::from_millis(arg(&args, 3, "PERIOD_MS").max(1));
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "ready");
+            let _ = out.flush();
+            let mut next = std::time::Instant::now();
+            loop {
+                // SAFETY: single-threaded here; the child only burns CPU and _exits.
+                match unsafe { libc::fork() } {
+                    0 => {
+                        kernstat_testkit::burn(Duration::from_millis(ms));
+                        // SAFETY: leaving the child without running the parent's destructors.
+                        unsafe { libc::_exit(0) }
+                    }
+                    pid if pid > 0 => {
+                        // SAFETY: waiting for our own child.
+                        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+                    }
+                    _ => panic!("fork: {}", std::io::Error::last_os_error()),
+                }
+                next += period;
                 if let Some(d) = next.checked_duration_since(std::time::Instant::now()) {
                     std::thread::sleep(d);
                 }

@@ -5,7 +5,9 @@
 //! pid never inherits the counters of the task before it. A process's CPU time includes
 //! its threads that exited during the interval (the iterator reads the kernel's
 //! `signal->sum_sched_runtime`), so a process that spawns short-lived threads shows its
-//! real use, unlike a /proc walk that sees only live threads.
+//! real use, unlike a /proc walk that sees only live threads; and the children it reaped
+//! in the interval (`signal->cutime + cstime`), less what those children had already
+//! been shown with on their own rows.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -45,6 +47,8 @@ pub struct Machine {
 #[derive(Clone, Copy, Debug)]
 struct Before {
     cpu_ns: u64,
+    /// Reaped children's CPU time (processes only).
+    children_ns: u64,
     read_bytes: u64,
     write_bytes: u64,
 }
@@ -54,6 +58,7 @@ struct Before {
 /// /proc/PID/cmdline once per task, and again after an exec (the comm changes).
 struct Known {
     before: Before,
+    ppid: u32,
     comm: Rc<str>,
     cmd: Rc<str>,
     seen: u64,
@@ -74,6 +79,12 @@ pub struct Sampler {
     at: Option<Instant>,
     users: UserNames,
     cgroups: Option<CgroupPaths>,
+    /// This refresh's processes whose reaped-children time grew: (row, pid, growth in ns).
+    reaping: Vec<(usize, u32, u64)>,
+    reaping_index: usize,
+    /// Per parent, what its children that left since the last refresh had been shown
+    /// with (their CPU and reaped-children time at their last refresh).
+    shown_before_exit: HashMap<u32, u64>,
     /// User names by uid, shared with the rows.
     user_names: HashMap<u32, Rc<str>>,
 }
@@ -103,6 +114,9 @@ impl Sampler {
             users: UserNames::default(),
             cgroups: None,
             user_names: HashMap::new(),
+            reaping: Vec::new(),
+            reaping_index: 0,
+            shown_before_exit: HashMap::new(),
         })
     }
 
@@ -134,11 +148,34 @@ impl Sampler {
         // Grown once, before the walk (not doubled and re-hashed midway).
         self.known
             .reserve(tasks.len().saturating_sub(self.known.len()));
+        self.reaping.clear();
+        self.reaping_index = 0;
         for t in &tasks {
-            procs.push(self.proc_of(t, threads, dt_s, cgroups));
+            let p = self.proc_of(t, threads, dt_s, cgroups);
+            procs.push(p);
         }
         let generation = self.generation;
-        self.known.retain(|_, k| k.seen == generation);
+        let shown_before_exit = &mut self.shown_before_exit;
+        shown_before_exit.clear();
+        self.known.retain(|_, k| {
+            if k.seen != generation && !threads {
+                // Gone: its parent's reaped-children time will include all of it, of
+                // which this much was already shown on its own row.
+                *shown_before_exit.entry(k.ppid).or_default() +=
+                    k.before.cpu_ns + k.before.children_ns;
+            }
+            k.seen == generation
+        });
+        if dt_s > 0.0 && !threads {
+            // What children cost between two refreshes without having been shown (born
+            // and gone in between, or their last moments): counted on the parent that
+            // reaped them, as the kernel does in cutime and cstime.
+            for &(index, pid, reaped_ns) in &self.reaping {
+                let shown = self.shown_before_exit.get(&pid).copied().unwrap_or(0);
+                let unseen = reaped_ns.saturating_sub(shown);
+                procs[index].cpu_percent += unseen as f64 / dt_s / 1e7;
+            }
+        }
         let totals = self.system.read(&mut self.sys)?;
         self.hardware.read(&mut self.sys.hw);
         let core_busy = self
@@ -178,6 +215,7 @@ impl Sampler {
         let key = (id, t.start_ns);
         let now = Before {
             cpu_ns: t.cpu_ns,
+            children_ns: t.reaped_children_cpu_ns,
             read_bytes: t.read_bytes,
             write_bytes: t.write_bytes,
         };
@@ -187,9 +225,11 @@ impl Sampler {
         let known = self.known.entry(key).or_insert_with(|| Known {
             before: Before {
                 cpu_ns: 0,
+                children_ns: 0,
                 read_bytes: 0,
                 write_bytes: 0,
             },
+            ppid: t.ppid,
             comm: Rc::from(t.comm.as_str()),
             cmd: Rc::from(read_command_line(t)),
             seen: generation,
@@ -200,8 +240,17 @@ impl Sampler {
             known.cmd = Rc::from(read_command_line(t));
         }
         let was = std::mem::replace(&mut known.before, now);
+        known.ppid = t.ppid;
         known.seen = generation;
         let (comm, cmd) = (known.comm.clone(), known.cmd.clone());
+        if !threads && t.reaped_children_cpu_ns > was.children_ns {
+            self.reaping.push((
+                self.reaping_index,
+                t.pid,
+                t.reaped_children_cpu_ns - was.children_ns,
+            ));
+        }
+        self.reaping_index += 1;
         let per_s = |now: u64, was: u64| {
             if dt_s > 0.0 {
                 now.saturating_sub(was) as f64 / dt_s
