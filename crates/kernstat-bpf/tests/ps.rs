@@ -18,7 +18,7 @@ struct Proc {
     cpu_ticks: u64,
     rss_pages: u64,
     kthread: bool,
-    /// Times the leader thread has run (/proc/PID/schedstat pcount).
+    /// Times its live threads have run (/proc/PID/task/*/schedstat pcount, summed).
     runs: u64,
 }
 
@@ -36,12 +36,24 @@ fn read_proc(pid: u32) -> Option<Proc> {
         .next()?
         .parse()
         .ok()?;
-    let runs = std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+    // Every live thread's run count: a thread that starts another (which may exit again
+    // before the second read) has to run to do it, so a thread count that changed and
+    // came back between the reads is caught here even when the leader slept (seen once
+    // with a test binary's worker threads, while a whole other suite ran beside).
+    let mut runs = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
-        .split_whitespace()
-        .nth(2)?
-        .parse()
-        .ok()?;
+        .flatten()
+    {
+        let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue;
+        };
+        runs += text
+            .split_whitespace()
+            .nth(2)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
     Some(Proc {
         runs,
         ppid: n(4) as u32,
@@ -115,7 +127,7 @@ fn every_field_agrees_with_proc() {
             assert_eq!(o.comm.as_str(), b.comm, "comm of {pid}");
         }
         // A state is a moment: compare it only where nothing happened in between (the
-        // same state on both sides and the leader did not run: a process in a context-
+        // same state on both sides and none of its threads ran: a process in a context-
         // switch storm flips between S and R thousands of times a second).
         if a.state == b.state && a.threads == b.threads && a.runs == b.runs {
             assert_eq!(o.state as char, b.state, "state of {pid} ({})", b.comm);
