@@ -346,7 +346,19 @@ fn step_delay(app: &mut App, up: bool) {
 
 fn handle(app: &mut App, sampler: &mut Sampler, ev: Event) {
     match ev {
-        Event::Key(k) if k.kind != KeyEventKind::Release => key(app, sampler, k),
+        Event::Key(k) if k.kind != KeyEventKind::Release => {
+            // No key of ours uses Alt: an Alt+key is an Esc that arrived together with
+            // the next key (the terminal cannot tell them apart; seen on a loaded
+            // machine, where Esc then / came as Alt+/ and the filter was not cleared).
+            if k.modifiers.contains(KeyModifiers::ALT) {
+                key(app, sampler, KeyEvent::from(KeyCode::Esc));
+                let mut k = k;
+                k.modifiers.remove(KeyModifiers::ALT);
+                key(app, sampler, k);
+            } else {
+                key(app, sampler, k);
+            }
+        }
         Event::Mouse(m) => mouse(app, m),
         Event::Resize(..) => {}
         _ => {}
