@@ -135,21 +135,9 @@ fn shown_columns(width: u16, shown: impl Fn(SortKey) -> bool) -> Vec<&'static Co
     cols
 }
 
+/// Bytes as the bar writes them (0B, 812K, 3.1G).
 fn human_bytes(out: &mut String, n: f64) {
-    const UNITS: [&str; 6] = ["B", "K", "M", "G", "T", "P"];
-    let mut v = n;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    let _ = if u == 0 {
-        write!(out, "{v:.0}")
-    } else if v < 10.0 {
-        write!(out, "{v:.1}{}", UNITS[u])
-    } else {
-        write!(out, "{v:.0}{}", UNITS[u])
-    };
+    let _ = kernstat_render::human::bytes(out, n);
 }
 
 fn level_color(app: &App, percent: f64) -> Style {
