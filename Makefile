@@ -57,6 +57,8 @@ fuzz:
 PREFIX ?= /usr/local
 DESTDIR ?=
 KERNSTAT_BIN ?= target/release/kernstat
+# `kernstat` answers `get` itself and execs kernstat-full, from its own directory, for the rest.
+KERNSTAT_FULL = $(dir $(KERNSTAT_BIN))kernstat-full
 BINDIR = $(PREFIX)/bin
 UNITDIR = $(PREFIX)/lib/systemd/system
 USERUNITDIR = $(PREFIX)/lib/systemd/user
@@ -81,6 +83,7 @@ target/release/kernstat:
 
 install: $(GEN)
 	install -Dm755 $(KERNSTAT_BIN) $(DESTDIR)$(BINDIR)/kernstat
+	install -Dm755 $(KERNSTAT_FULL) $(DESTDIR)$(BINDIR)/kernstat-full
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR)
 	sed 's|/usr/bin/kernstat|$(BINDIR)/kernstat|' dist/systemd/kernstat.service > $(DESTDIR)$(UNITDIR)/kernstat.service
 	sed 's|/usr/bin/kernstat|$(BINDIR)/kernstat|' dist/systemd/user/kernstat.service > $(DESTDIR)$(USERUNITDIR)/kernstat.service
@@ -93,7 +96,7 @@ install: $(GEN)
 	install -m644 $(GEN)/man/*.1.gz $(DESTDIR)$(MANDIR)/
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/kernstat $(DESTDIR)$(UNITDIR)/kernstat.service \
+	rm -f $(DESTDIR)$(BINDIR)/kernstat $(DESTDIR)$(BINDIR)/kernstat-full $(DESTDIR)$(UNITDIR)/kernstat.service \
 		$(DESTDIR)$(USERUNITDIR)/kernstat.service $(DESTDIR)$(SYSUSERSDIR)/kernstat.conf \
 		$(DESTDIR)$(BASHDIR)/kernstat $(DESTDIR)$(ZSHDIR)/_kernstat $(DESTDIR)$(FISHDIR)/kernstat.fish \
 		$(DESTDIR)$(MANDIR)/kernstat.1.gz $(DESTDIR)$(MANDIR)/kernstat-*.1.gz

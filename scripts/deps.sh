@@ -12,7 +12,7 @@
 # Only missing packages are installed; nothing happens when all are present.
 set -eu
 build="clang libelf-dev zlib1g-dev pkg-config gcc make"
-peers="stress-ng util-linux procps libbpf-tools bpftool git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace tmux zsh bash fish neovim"
+peers="stress-ng util-linux libcap2-bin procps libbpf-tools bpftool git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace tmux zsh bash fish neovim"
 # The desktop pieces get their recommended packages too (icon theme, MIME data):
 # GTK programs started with a bare minimum tend to draw nothing and say little.
 desktop="sway waybar grim tesseract-ocr fonts-dejavu-core"

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use kernstat_bpf::Sampler;
 use kernstat_model::TaskTable;
 use kernstat_testkit::{
-    bpf_gate, ncpus, proc_cpu_ns, proc_io, proc_rss_bytes, proc_stat_busy_ns, tool_gate, Workload,
+    bpf_gate, ncpus, proc_cpu_ns, proc_io, proc_rss_bytes, proc_stat_busy_ns, proc_stat_task_ns,
+    tool_gate, Workload,
 };
 
 fn sampler() -> Option<Sampler> {
@@ -118,17 +119,48 @@ fn storage_writes_match_proc_io() {
     );
 }
 
-fn busy_over(s: &mut Sampler, d: Duration) -> (f64, f64) {
+/// The machine's busy share over `d`: the sampler's (tasks' run time) and /proc/stat's,
+/// the latter as tasks' time (user, nice, system) and as everything but idle (also irq,
+/// softirq and steal, which no task owns).
+struct Busy {
+    ours: f64,
+    tasks: f64,
+    all: f64,
+}
+
+impl Busy {
+    /// The sampler's figure lies between /proc/stat's task time and its whole busy time,
+    /// within 3 points of tick rounding: where the host steals CPU from this VM (seen:
+    /// 4 points under a suite run beside other VMs' load), or the kernel charges interrupt
+    /// time apart, tasks' run time is short of /proc/stat's busy time by just that.
+    fn agrees(&self) -> bool {
+        self.ours >= self.tasks - 3.0 && self.ours <= self.all + 3.0
+    }
+}
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ours {:.1}%, /proc/stat tasks {:.1}%, all busy {:.1}%",
+            self.ours, self.tasks, self.all
+        )
+    }
+}
+
+fn busy_over(s: &mut Sampler, d: Duration) -> Busy {
     let mut t = TaskTable::default();
     let a = s.sample(&mut t).unwrap();
-    let pa = proc_stat_busy_ns();
+    let (pa, ta) = (proc_stat_busy_ns(), proc_stat_task_ns());
     std::thread::sleep(d);
     let b = s.sample(&mut t).unwrap();
-    let pb = proc_stat_busy_ns();
+    let (pb, tb) = (proc_stat_busy_ns(), proc_stat_task_ns());
     let wall = (b.ktime_ns - a.ktime_ns) as f64 * ncpus() as f64;
-    let ours = (b.busy_ns - a.busy_ns) as f64 / wall * 100.0;
-    let theirs = (pb - pa) as f64 / wall * 100.0;
-    (ours, theirs)
+    Busy {
+        ours: (b.busy_ns - a.busy_ns) as f64 / wall * 100.0,
+        tasks: (tb - ta) as f64 / wall * 100.0,
+        all: (pb - pa) as f64 / wall * 100.0,
+    }
 }
 
 #[test]
@@ -144,15 +176,12 @@ fn machine_cpu_percent_matches_proc_stat_under_load() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let (ours, theirs) = busy_over(&mut s, Duration::from_secs(2));
+    let busy = busy_over(&mut s, Duration::from_secs(2));
     kernstat_testkit::terminate(&mut load);
+    assert!(busy.agrees(), "{busy}");
     assert!(
-        (ours - theirs).abs() <= 3.0,
-        "ours {ours:.1}%, /proc/stat {theirs:.1}%"
-    );
-    assert!(
-        ours > 100.0 / ncpus() as f64 * 0.8,
-        "one CPU busy: {ours:.1}%"
+        busy.ours > 100.0 / ncpus() as f64 * 0.8,
+        "one CPU busy: {busy}"
     );
 }
 
@@ -170,7 +199,7 @@ fn a_fork_storm_still_adds_up() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     let started = Instant::now();
-    let (ours, theirs) = busy_over(&mut s, Duration::from_secs(2));
+    let busy = busy_over(&mut s, Duration::from_secs(2));
     kernstat_testkit::terminate(&mut load);
     assert!(
         started.elapsed() < Duration::from_secs(9),
@@ -178,12 +207,6 @@ fn a_fork_storm_still_adds_up() {
     );
     // Every forked child lives and dies between two samples: only the exit and free
     // hooks see its time. Without them this reads far lower than /proc/stat.
-    assert!(
-        (ours - theirs).abs() <= 3.0,
-        "ours {ours:.1}%, /proc/stat {theirs:.1}%"
-    );
-    assert!(
-        theirs > 50.0,
-        "the storm kept the machine busy: {theirs:.1}%"
-    );
+    assert!(busy.agrees(), "{busy}");
+    assert!(busy.all > 50.0, "the storm kept the machine busy: {busy}");
 }

@@ -101,6 +101,16 @@ impl Reply {
     }
 }
 
+/// A value as one line of text, as `kernstat get` prints it: strings bare, null empty,
+/// anything else as JSON.
+pub fn value_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
 /// A connection to the daemon, kept across requests.
 #[derive(Debug)]
 pub struct Session {

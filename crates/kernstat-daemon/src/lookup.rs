@@ -78,10 +78,9 @@ impl Lookup {
         Ok(self.session.as_mut().expect("just connected"))
     }
 
-    /// Answers `queries`: each from the snapshot where it has the key, the rest in one
-    /// pipelined write over the kept connection (made again once if the daemon went
-    /// away). `answered_by` says which. Err: a daemon that answered nonsense.
-    pub fn fetch(&mut self, queries: &[Query<'_>]) -> io::Result<Fetched> {
+    /// Answers what the snapshot holds, without a socket (None for the rest, and for
+    /// all when there is no usable snapshot).
+    pub fn from_snapshot(&mut self, queries: &[Query<'_>]) -> Vec<Option<Reply>> {
         let mut replies: Vec<Option<Reply>> = vec![None; queries.len()];
         if let Some(snap) = self.snapshot() {
             let interval = snap.interval_ms();
@@ -94,6 +93,14 @@ impl Lookup {
                 replies[i] = Some(r);
             }
         }
+        replies
+    }
+
+    /// Answers `queries`: each from the snapshot where it has the key, the rest in one
+    /// pipelined write over the kept connection (made again once if the daemon went
+    /// away). `answered_by` says which. Err: a daemon that answered nonsense.
+    pub fn fetch(&mut self, queries: &[Query<'_>]) -> io::Result<Fetched> {
+        let mut replies = self.from_snapshot(queries);
         let missing: Vec<usize> = (0..queries.len())
             .filter(|&i| replies[i].is_none())
             .collect();
@@ -142,6 +149,100 @@ impl Lookup {
     }
 }
 
+/// Follows one machine-wide key (load, memory, the bar's `summary`, a `var.`) through
+/// the snapshot for `kernstat watch` and `bar --daemon`: each new value once, found by
+/// polling the entry's time — a sleep until the next sample is due (at most `POLL_MAX`,
+/// for values that change between samples), then memory loads — so a follower costs the
+/// daemon nothing and makes no socket round trip. Per-directory and context keys are not followed here: the daemon keeps those
+/// only while somebody asks or watches over the socket.
+#[derive(Debug)]
+pub struct Follow {
+    lookup: Lookup,
+    key: String,
+    stored: String,
+    last: Option<u64>,
+}
+
+/// How long after a sample is due a follower looks for it (the daemon publishes within a
+/// millisecond of sampling on an idle machine; a busy one may take longer, and then the
+/// follower looks again every `POLL_MIN` to `POLL_MAX`).
+const DUE_SLACK: Duration = Duration::from_millis(3);
+const POLL_MIN: Duration = Duration::from_millis(20);
+/// The longest a follower sleeps: values the daemon changes between samples (a netlink
+/// event, a `put`) show within this, a status bar's rate. Each look is a nanosleep and a
+/// few memory loads (and once a second a stat and a read of /proc/PID/stat).
+const POLL_MAX: Duration = Duration::from_millis(200);
+
+impl Follow {
+    /// A follower of `key` in the snapshot beside `socket`, or None when the snapshot is
+    /// not usable or does not hold the key (then watch over the socket).
+    pub fn new(socket: PathBuf, key: &str) -> Option<Follow> {
+        if crate::providers::path_scoped(key) || context::lookup(key).is_some() {
+            return None;
+        }
+        let stored = shm::stored_key(key, None);
+        let mut lookup = Lookup::new(socket, None);
+        lookup.snapshot()?.get(&stored)?;
+        Some(Follow {
+            lookup,
+            key: key.to_string(),
+            stored,
+            last: None,
+        })
+    }
+
+    /// The key followed.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The current value at once, then each newer one as it is published. None: the
+    /// snapshot can no longer serve the key (its daemon stopped or was replaced by one
+    /// without it; noticed within a second) — fall back to the socket.
+    pub fn next_stored(&mut self) -> Option<(shm::Stored, u32)> {
+        loop {
+            let snap = self.lookup.snapshot()?;
+            let interval_ms = snap.interval_ms();
+            let v = snap.get(&self.stored)?;
+            if self.last != Some(v.updated_ns) {
+                self.last = Some(v.updated_ns);
+                return Some((v, interval_ms));
+            }
+            let interval = Duration::from_millis(u64::from(interval_ms));
+            let due = v.updated_ns + interval.as_nanos() as u64 + DUE_SLACK.as_nanos() as u64;
+            let now = shm::now_ns();
+            let wait = if due > now {
+                Duration::from_nanos(due - now).min(POLL_MAX)
+            } else {
+                (interval / 10).clamp(POLL_MIN, POLL_MAX)
+            };
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// Each value as a reply (`answered_by` "shm", with its age and staleness), as
+/// `next_stored` finds them; the end means: fall back to the socket.
+impl Iterator for Follow {
+    type Item = Reply;
+
+    fn next(&mut self) -> Option<Reply> {
+        let (v, interval_ms) = self.next_stored()?;
+        let mut r = stored_reply(&self.key, v, interval_ms);
+        if r.no_data() {
+            // A null value (no default route, no battery): a socket watch sends it as a
+            // line like any other value, and so does this.
+            r = Reply {
+                ok: true,
+                ..Reply::default()
+            };
+        }
+        r.key = Some(self.key.clone());
+        r.answered_by = Some("shm".into());
+        Some(r)
+    }
+}
+
 /// The key a query's value is stored under in the snapshot (None: not kept there,
 /// like sudo's, which are answered per asking process).
 fn snapshot_key(q: &Query<'_>) -> Option<String> {
@@ -177,6 +278,22 @@ fn stored_reply(key: &str, v: shm::Stored, interval_ms: u32) -> Reply {
         ));
     }
     r
+}
+
+/// For per-directory keys: the directory as an absolute path (the daemon has another
+/// cwd), `path` or the current directory. None for every other key.
+pub fn key_dir(key: &str, path: Option<&Path>) -> io::Result<Option<String>> {
+    if !crate::providers::path_scoped(key) {
+        return Ok(None);
+    }
+    let dir = match path {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_dir()?,
+    };
+    let abs = dir
+        .canonicalize()
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    Ok(Some(abs.to_string_lossy().into_owned()))
 }
 
 /// The variables of this process that the context providers of `keys` read, as a

@@ -7,9 +7,11 @@
 //! stdout (Waybar went away) ends the loop with status 0.
 
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use kernstat_daemon::lookup;
 use kernstat_model::{Model, ModelOptions, RawSample, Source};
 use kernstat_render::{BarFormat, BarRenderer, Template, TickInfo, FIELDS};
 
@@ -185,6 +187,64 @@ struct DaemonSummary {
     sample_us: f64,
 }
 
+/// Where `bar --daemon` reads the daemon's summaries from: the shared-memory snapshot
+/// (polled when a sample is due; no socket, nothing for the daemon to do), else a socket
+/// `watch` stream.
+enum Feed {
+    Shm(Box<lookup::Follow>),
+    Socket(kernstat_daemon::client::Watch),
+}
+
+impl Feed {
+    fn open(socket: Option<&Path>) -> Result<(PathBuf, Feed), String> {
+        let sock = match socket {
+            Some(p) => p.to_path_buf(),
+            None => kernstat_daemon::default_socket().map_err(|e| e.to_string())?,
+        };
+        if let Some(f) = lookup::Follow::new(sock.clone(), "summary") {
+            return Ok((sock, Feed::Shm(Box::new(f))));
+        }
+        let (sock, s) = crate::client::connect(Some(&sock))?;
+        let w = s
+            .watch("summary", None)
+            .map_err(|e| format!("daemon at {}: {e}", sock.display()))?;
+        Ok((sock, Feed::Socket(w)))
+    }
+
+    /// The next summary; Ok(None) when this feed ended (the daemon went away).
+    fn next(&mut self) -> anyhow::Result<Option<DaemonSummary>> {
+        let update: DaemonUpdate = match self {
+            Feed::Shm(f) => {
+                let Some((v, _)) = f.next_stored() else {
+                    return Ok(None);
+                };
+                if v.error {
+                    bail!("daemon: {}", String::from_utf8_lossy(&v.bytes));
+                }
+                DaemonUpdate {
+                    ok: true,
+                    error: None,
+                    data: serde_json::from_slice(&v.bytes)
+                        .context("reading the daemon's summary")?,
+                }
+            }
+            Feed::Socket(w) => match w.next_raw() {
+                Ok(Some(line)) => {
+                    serde_json::from_slice(line).context("reading the daemon's summary")?
+                }
+                Ok(None) | Err(_) => return Ok(None),
+            },
+        };
+        match update.data.filter(|_| update.ok) {
+            Some(summary) => Ok(Some(summary)),
+            None => bail!(
+                "daemon: {}",
+                update.error.unwrap_or_else(|| "no summary".into())
+            ),
+        }
+    }
+}
+
 /// `bar --daemon`: renders every update of the daemon's summary (ticks follow the
 /// daemon's interval). Returns None to sample here instead, when no daemon answers at
 /// start; a daemon that goes away later gets `RECONNECT_FOR` to come back.
@@ -193,14 +253,7 @@ fn from_daemon(
     template: &Template,
     format: BarFormat,
 ) -> anyhow::Result<Option<i32>> {
-    let connect = || {
-        crate::client::connect(args.socket.as_deref()).and_then(|(sock, s)| {
-            s.watch("summary", None)
-                .map(|w| (sock.clone(), w))
-                .map_err(|e| format!("daemon at {}: {e}", sock.display()))
-        })
-    };
-    let (sock, mut stream) = match connect() {
+    let (sock, mut feed) = match Feed::open(args.socket.as_deref()) {
         Ok(c) => c,
         Err(why) => {
             eprintln!("kernstat: {why}; sampling here");
@@ -222,30 +275,19 @@ fn from_daemon(
         return Ok(Some(0));
     }
     loop {
-        let line = match stream.next_raw() {
-            Ok(Some(line)) => line,
-            Ok(None) | Err(_) => {
-                let gone = Instant::now();
-                loop {
-                    std::thread::sleep(Duration::from_secs(1));
-                    if let Ok((_, w)) = connect() {
-                        stream = w;
-                        break;
-                    }
-                    if gone.elapsed() > RECONNECT_FOR {
-                        bail!("the daemon at {} went away", sock.display());
-                    }
+        let Some(summary) = feed.next()? else {
+            let gone = Instant::now();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+                if let Ok((_, f)) = Feed::open(Some(&sock)) {
+                    feed = f;
+                    break;
                 }
-                continue;
+                if gone.elapsed() > RECONNECT_FOR {
+                    bail!("the daemon at {} went away", sock.display());
+                }
             }
-        };
-        let update: DaemonUpdate =
-            serde_json::from_slice(line).context("reading the daemon's summary")?;
-        let Some(summary) = update.data.filter(|_| update.ok) else {
-            bail!(
-                "daemon: {}",
-                update.error.unwrap_or_else(|| "no summary".into())
-            );
+            continue;
         };
         let mut model = summary.model;
         model.apply_thresholds(&thresholds);

@@ -10,7 +10,7 @@ use kernstat_sources::TempSource;
 
 /// kernstat: a Linux observer that costs almost nothing.
 #[derive(Debug, Parser)]
-#[command(name = "kernstat", version, about, long_about = None, propagate_version = true)]
+#[command(name = "kernstat", bin_name = "kernstat", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]

@@ -42,26 +42,13 @@ pub fn connect(socket: Option<&Path>) -> Result<(PathBuf, Session), String> {
     }
 }
 
-/// For per-directory keys: the directory as an absolute path (the daemon has another
-/// cwd).
 fn key_path(key: &str, path: Option<&Path>) -> io::Result<Option<String>> {
-    if !providers::path_scoped(key) {
-        return Ok(None);
-    }
-    let dir = match path {
-        Some(p) => p.to_path_buf(),
-        None => std::env::current_dir()?,
-    };
-    let abs = dir
-        .canonicalize()
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
-    Ok(Some(abs.to_string_lossy().into_owned()))
+    lookup::key_dir(key, path)
 }
 
 /// Whether `key` names a whole provider (its fields as one object).
 pub fn is_whole(key: &str) -> bool {
-    !key.contains('.')
-        && (context::provider(key).is_some() || !providers::keys_under(key).is_empty())
+    providers::is_whole(key)
 }
 
 fn fail(msg: impl std::fmt::Display) -> i32 {
@@ -431,8 +418,27 @@ pub fn watch(args: &WatchArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return fail(format!("--path {e}")),
     };
-    let (sock, session) = match connect(args.socket.socket.as_deref()) {
-        Ok(c) => c,
+    let sock = match args.socket.socket.clone() {
+        Some(p) => p,
+        None => match default_socket() {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        },
+    };
+    // A machine-wide key is followed in the shared-memory snapshot (no socket, nothing
+    // for the daemon to do); when that stops (the daemon went away), the socket says why
+    // or serves on.
+    if let Some(follow) = lookup::Follow::new(sock.clone(), &args.key) {
+        for reply in follow {
+            match print_update(&args.key, &reply, args.json) {
+                Ok(true) => {}
+                Ok(false) => return 0,
+                Err(status) => return status,
+            }
+        }
+    }
+    let session = match connect(Some(&sock)) {
+        Ok((_, s)) => s,
         Err(why) => return fail(format!("{why}; start one with `kernstat daemon`")),
     };
     let env = lookup::process_env([args.key.as_str()]);
@@ -446,33 +452,42 @@ pub fn watch(args: &WatchArgs) -> i32 {
         Err(e) => return fail(format!("daemon at {}: {e}", sock.display())),
     };
     for update in stream {
-        let reply = match update {
+        let mut reply = match update {
             Ok(r) => r,
             Err(e) => return fail(format!("daemon at {}: {e}", sock.display())),
         };
-        if !reply.ok {
-            return print_reply(&args.key, &reply, args.json);
-        }
-        let mut out = io::stdout().lock();
-        let written = if args.json {
-            serde_json::to_writer(&mut out, &reply)
-                .map_err(io::Error::from)
-                .and_then(|()| writeln!(out))
-        } else {
-            match &reply.data {
-                Some(serde_json::Value::String(s)) => writeln!(out, "{s}"),
-                Some(v) => writeln!(out, "{v}"),
-                None => writeln!(out, "null"),
-            }
-        };
-        if written.and_then(|()| out.flush()).is_err() {
-            return 0; // the reader went away
+        reply.answered_by = Some("socket".into());
+        match print_update(&args.key, &reply, args.json) {
+            Ok(true) => {}
+            Ok(false) => return 0,
+            Err(status) => return status,
         }
     }
     fail(format!(
         "the daemon at {} closed the stream",
         sock.display()
     ))
+}
+
+/// One line of `watch`. Ok(false): the reader went away; Err: the value's error, printed,
+/// as the exit status.
+fn print_update(key: &str, reply: &Reply, json: bool) -> Result<bool, i32> {
+    if !reply.ok {
+        return Err(print_reply(key, reply, json));
+    }
+    let mut out = io::stdout().lock();
+    let written = if json {
+        serde_json::to_writer(&mut out, reply)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        match &reply.data {
+            Some(serde_json::Value::String(s)) => writeln!(out, "{s}"),
+            Some(v) => writeln!(out, "{v}"),
+            None => writeln!(out, "null"),
+        }
+    };
+    Ok(written.and_then(|()| out.flush()).is_ok())
 }
 
 /// `kernstat status`.

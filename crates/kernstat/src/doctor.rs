@@ -119,11 +119,15 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
         );
     }
     if btf && !privileged {
-        advice.push(
-            "run as root, or give the binary the two capabilities it needs: \
-             sudo setcap cap_bpf,cap_perfmon+ep \"$(command -v kernstat)\""
-                .to_string(),
-        );
+        // The capabilities belong on kernstat-full (this program): `kernstat` execs it,
+        // and file capabilities do not survive an exec of a file without them.
+        let me = std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "$(command -v kernstat)-full".into());
+        advice.push(format!(
+            "run as root, or give kernstat-full the two capabilities it needs: \
+             sudo setcap cap_bpf,cap_perfmon+ep \"{me}\""
+        ));
     }
     if lockdown.as_deref() == Some("confidentiality") {
         advice.push("lockdown=confidentiality forbids reading kernel memory from BPF: expect BPF loads to fail".into());

@@ -10,11 +10,7 @@ use crate::cli::Format;
 
 /// A value as one line of text: strings bare, null empty, anything else as JSON.
 pub fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
+    kernstat_daemon::client::value_text(v)
 }
 
 /// The shell variable for `key`: `KS_` and the key upper-cased, anything but letters

@@ -1,8 +1,9 @@
 //! kernstat: a Linux observer that costs almost nothing.
 //!
-//! This binary parses the command line and dispatches; each command is a module. Errors
-//! reach the user as one line on stderr and a non-zero status; a closed stdout is not an
-//! error (status 0).
+//! This program (`kernstat-full`: `kernstat` answers `get` from shared memory itself and
+//! execs this for everything else, see front.rs) parses the command line and dispatches;
+//! each command is a module. Errors reach the user as one line on stderr and a non-zero
+//! status; a closed stdout is not an error (status 0).
 
 mod alloc;
 mod autostart;
@@ -37,6 +38,10 @@ use clap::Parser;
 static GLOBAL: alloc::CountingAlloc = alloc::CountingAlloc;
 
 fn main() {
+    // `kernstat` runs this program as `kernstat-full` (see front.rs); top, htop, pgrep -x
+    // and `kernstat ps` show the name people typed. SAFETY: PR_SET_NAME with a
+    // NUL-terminated name of under 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"kernstat".as_ptr()) };
     let cli = cli::Cli::parse();
     let result = match &cli.command {
         cli::Command::Bar(a) => bar::run(a),

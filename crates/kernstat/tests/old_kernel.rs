@@ -63,6 +63,7 @@ fn sampler_loads_and_agrees_with_proc_on_linux_6_1() {
     let out = Command::new(runner)
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_kernstat"))
+        .arg(env!("CARGO_BIN_EXE_kernstat-full"))
         .arg(kernstat_testkit::workload_bin())
         .output()
         .expect("run scripts/oldkernel.sh");

@@ -102,6 +102,7 @@ const INSTALLED: &[&str] = &[
     "usr/share/fish/vendor_completions.d/kernstat.fish",
     "usr/share/man/man1/kernstat.1.gz",
     "usr/share/man/man1/kernstat-daemon.1.gz",
+    "usr/bin/kernstat-full",
 ];
 
 #[test]
@@ -189,14 +190,22 @@ fn the_debian_package_installs_and_purges_with_dpkg() {
     let work = tempfile::tempdir().unwrap();
     // The shipped binary carries no debug information: package the test build the same way.
     let bin = work.path().join("kernstat");
-    ok(
-        &Command::new("objcopy")
-            .args(["--strip-debug", kernstat()])
-            .arg(&bin)
-            .output()
-            .unwrap(),
-        "objcopy --strip-debug",
-    );
+    for (from, to) in [
+        (kernstat(), bin.clone()),
+        (
+            env!("CARGO_BIN_EXE_kernstat-full"),
+            work.path().join("kernstat-full"),
+        ),
+    ] {
+        ok(
+            &Command::new("objcopy")
+                .args(["--strip-debug", from])
+                .arg(&to)
+                .output()
+                .unwrap(),
+            "objcopy --strip-debug",
+        );
+    }
     let out = Command::new(repo().join("scripts/deb.sh"))
         .env("KERNSTAT_BIN", &bin)
         .env("OUT", work.path())

@@ -126,3 +126,176 @@ fn get_reads_the_snapshot_and_asks_the_socket_only_for_what_it_lacks() {
     assert_eq!(v["answered_by"], "direct", "{v}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("computed directly"));
 }
+
+/// `kernstat` (src/front.rs) answers `get KEY` and `eval TEMPLATE` from the snapshot
+/// itself and execs `kernstat-full` for everything else: both must print the same thing for the same
+/// question, and the fast path must start no second program (execve counted by strace).
+#[test]
+fn the_small_front_program_answers_as_the_full_one_and_execs_only_when_it_must() {
+    let d = DaemonProc::start(&["--no-bpf"]);
+    let sock = d.sock.to_str().unwrap().to_string();
+    let full = std::path::Path::new(env!("CARGO_BIN_EXE_kernstat-full"));
+    let repo = tempfile::tempdir().unwrap();
+    let g = repo.path().join(".git");
+    std::fs::create_dir_all(g.join("refs/heads")).unwrap();
+    std::fs::write(g.join("HEAD"), "ref: refs/heads/front\n").unwrap();
+    let r = repo.path().to_str().unwrap().to_string();
+    // Into the snapshot first (a git path is mirrored once somebody asked for it).
+    get_json(&sock, &["git.branch", "--path", &r], &[]);
+    let t0 = Instant::now();
+    while get_json(&sock, &["uname.release"], &[])["answered_by"] != "shm"
+        || get_json(&sock, &["git.branch", "--path", &r], &[])["answered_by"] != "shm"
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "never in the snapshot"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let run = |program: &std::path::Path, args: &[&str]| {
+        let out = Command::new(program)
+            .args(args)
+            .args(["--socket", &sock])
+            .env("XDG_RUNTIME_DIR", common::private_runtime_dir())
+            .env("KERNSTAT_NO_AUTOSTART", "1")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Values that do not change between the two runs, so the outputs must be equal.
+    for args in [
+        &["get", "uname.release"][..],
+        &["get", "--path", &r, "git.branch"],
+        &["get", "git.branch", "--path", &r, "--format", "shell"],
+        &["get", "uname.release", "git.branch", "--path", &r],
+        &["get", "no.such.key"],
+        &["get", "--path", "/no/such/dir", "git.branch"],
+        &["get", "--frobnicate", "uname.release"],
+        &["eval", "{uname.release} on {git.branch}", "--path", &r],
+        &["eval", "{uname.release} {no.such.key}"],
+        &["eval", "{unclosed"],
+        &["eval", "no fields, {{braces}}"],
+    ] {
+        let front = run(common::kernstat(), args);
+        let whole = run(full, args);
+        assert_eq!(front, whole, "kernstat {args:?}");
+    }
+    // --json carries the age, which moves: the rest must be equal, and say "shm".
+    let json = |program| {
+        let (code, out, _) = run(program, &["get", "--json", "uname.release"]);
+        let mut v: Value = serde_json::from_str(&out).unwrap();
+        v.as_object_mut().unwrap().remove("age_ms");
+        (code, v)
+    };
+    let (code, v) = json(common::kernstat());
+    assert_eq!((code, &v), (Some(0), &json(full).1));
+    assert_eq!(v["answered_by"], "shm", "{v}");
+
+    if kernstat_testkit::tool_gate("strace") {
+        let execs = |args: &[&str]| {
+            let trace = d.dir.path().join("exec-trace");
+            let st = Command::new("strace")
+                .args([
+                    "-f",
+                    "-qq",
+                    "-e",
+                    "trace=execve",
+                    "-o",
+                    trace.to_str().unwrap(),
+                ])
+                .arg(common::kernstat())
+                .args(args)
+                .args(["--socket", &sock])
+                .env("KERNSTAT_NO_AUTOSTART", "1")
+                .output()
+                .unwrap();
+            assert!(st.status.success(), "{args:?}: {st:?}");
+            let t = std::fs::read_to_string(&trace).unwrap();
+            t.lines().filter(|l| l.contains("execve(")).count()
+        };
+        assert_eq!(execs(&["get", "uname.release"]), 1, "answered in memory");
+        assert_eq!(
+            execs(&["get", "git.branch", "--path", &r]),
+            1,
+            "a git key too"
+        );
+        assert_eq!(
+            execs(&["get", "uname.release", "git.branch", "--path", &r]),
+            2
+        );
+        assert_eq!(
+            execs(&["--version"]),
+            2,
+            "everything else is kernstat-full's"
+        );
+    }
+}
+
+/// Sockets a process has open, counted in /proc/PID/fd.
+fn sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|l| l.to_string_lossy().starts_with("socket:"))
+        .count()
+}
+
+fn mem_total_bytes() -> u64 {
+    let m = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// `watch` and `bar --daemon` follow machine-wide keys in the snapshot: their processes
+/// hold no socket at all, the daemon's samples arrive as lines with the daemon's value,
+/// `--json` says "shm" with the value's age, and a bar goes on after the daemon restarts.
+#[test]
+fn watch_and_bar_follow_the_snapshot_without_a_socket() {
+    use kernstat_testkit::Lines;
+    let d = DaemonProc::start(&["--no-bpf"]);
+    let sock = d.sock.to_str().unwrap().to_string();
+    let t0 = Instant::now();
+    while get_json(&sock, &["summary"], &[])["answered_by"] != "shm" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "never in the snapshot"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut watch = Lines::spawn(
+        common::kernstat(),
+        &["watch", "--json", "mem.total", "--socket", &sock],
+        Duration::from_secs(30),
+    );
+    let mut bar = Lines::spawn(
+        common::kernstat(),
+        &["bar", "--daemon", "--json", "--socket", &sock],
+        Duration::from_secs(30),
+    );
+    for _ in 0..4 {
+        let v: Value = serde_json::from_str(&watch.next_line().expect("a line")).unwrap();
+        assert_eq!(v["answered_by"], "shm", "{v}");
+        assert_eq!(v["data"].as_u64(), Some(mem_total_bytes()), "{v}");
+        assert!(v["age_ms"].is_u64() && v["stale"] == false, "{v}");
+    }
+    for _ in 0..3 {
+        let v: Value = serde_json::from_str(&bar.next_line().expect("a bar line")).unwrap();
+        assert_eq!(v["mem"]["total_bytes"].as_u64(), Some(mem_total_bytes()));
+    }
+    assert_eq!(sockets(watch.pid()), 0, "watch opened a socket");
+    assert_eq!(sockets(bar.pid()), 0, "bar --daemon opened a socket");
+    let _d = d.restart();
+    for _ in 0..2 {
+        let v: Value =
+            serde_json::from_str(&bar.next_line().expect("a bar line after the restart")).unwrap();
+        assert_eq!(v["mem"]["total_bytes"].as_u64(), Some(mem_total_bytes()));
+    }
+}

@@ -92,9 +92,15 @@ fn waybar_draws_kernstat_text_and_class() {
     let d = dir.path();
     fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
     // The user must be able to run the binary wherever this checkout lives.
+    // Both programs: `kernstat` execs `kernstat-full` from its own directory.
     let bin = d.join("kernstat");
-    fs::copy(env!("CARGO_BIN_EXE_kernstat"), &bin).unwrap();
-    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
+    for (from, to) in [
+        (env!("CARGO_BIN_EXE_kernstat"), bin.clone()),
+        (env!("CARGO_BIN_EXE_kernstat-full"), d.join("kernstat-full")),
+    ] {
+        fs::copy(from, &to).unwrap();
+        fs::set_permissions(&to, fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let rt = d.join("runtime");
     fs::create_dir(&rt).unwrap();
     std::os::unix::fs::chown(&rt, Some(UID), Some(GID)).unwrap();

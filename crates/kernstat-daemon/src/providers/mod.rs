@@ -52,6 +52,11 @@ pub fn keys_under(prefix: &str) -> Vec<&'static str> {
         .collect()
 }
 
+/// Whether `key` names a whole provider (its fields as one object).
+pub fn is_whole(key: &str) -> bool {
+    !key.contains('.') && (context::provider(key).is_some() || !keys_under(key).is_empty())
+}
+
 /// Whether `key` (or provider name) is answered per directory: a request needs `path`.
 pub fn path_scoped(key: &str) -> bool {
     key == "git"
