@@ -410,6 +410,29 @@ for r in json.load(open(sys.argv[1]))["results"]: print("%-50s %.3f ms" % (r["co
   rm -rf "$dir" "$j"
 }
 
+# `bar --daemon` following the daemon's snapshot vs a socket watch (the snapshot moved
+# away before the bar starts): CPU of the bar and of the daemon over 60 s each, from
+# /proc/PID/schedstat, daemon at a 1 s interval.
+section_bardaemon() {
+  echo "== bar --daemon: snapshot vs socket (CPU over 60 s, daemon interval 1 s)"
+  local mode d dp bp b0 b1 d0 d1
+  for mode in shm socket; do
+    d=$(mktemp -d)
+    $K daemon --no-bpf --interval 1 --socket "$d/sock" 2>/dev/null & dp=$!
+    while [ ! -e "$d/snapshot" ]; do sleep 0.1; done
+    sleep 2
+    [ $mode = socket ] && mv "$d/snapshot" "$d/off"
+    $K bar --daemon --json --socket "$d/sock" > /dev/null & bp=$!
+    sleep 3
+    b0=$(awk '{print $1}' /proc/$bp/schedstat); d0=$(awk '{print $1}' /proc/$dp/schedstat)
+    sleep 60
+    b1=$(awk '{print $1}' /proc/$bp/schedstat); d1=$(awk '{print $1}' /proc/$dp/schedstat)
+    echo "$mode: bar $(( (b1 - b0) / 60000 )) µs/s, daemon $(( (d1 - d0) / 60000 )) µs/s, sockets in the bar: $(ls -l /proc/$bp/fd | grep -c socket)"
+    kill $bp; kill -TERM $dp; wait $dp 2>/dev/null || true
+    rm -rf "$d"
+  done
+}
+
 # Issue 11's figures: the CPU of one read from shared memory vs the socket (client and
 # daemon; `kernstat get` as a process beside /bin/true is section shm), and a zsh prompt render showing
 # git.branch, git.dirty and load.one (median of 200 precmd runs timed with
@@ -529,5 +552,5 @@ section_screenshot() {
 }
 
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm prompt top)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon prompt top)
 for s in "${sections[@]}"; do "section_$s"; done

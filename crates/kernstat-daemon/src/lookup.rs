@@ -151,7 +151,7 @@ impl Lookup {
 
 /// Follows one machine-wide key (load, memory, the bar's `summary`, a `var.`) through
 /// the snapshot for `kernstat watch` and `bar --daemon`: each new value once, found by
-/// polling the entry's time — a sleep until the next sample is due (at most `POLL_MAX`,
+/// polling the entry's time — a sleep until the next sample is due (at most `POLL_MAX`
 /// for values that change between samples), then memory loads — so a follower costs the
 /// daemon nothing and makes no socket round trip. Per-directory and context keys are not followed here: the daemon keeps those
 /// only while somebody asks or watches over the socket.
@@ -161,6 +161,10 @@ pub struct Follow {
     key: String,
     stored: String,
     last: Option<u64>,
+    /// Whether the daemon changes the value only when it samples (system and host keys):
+    /// then a follower sleeps until the next sample is due; others (network keys on
+    /// netlink events, `var.` puts, script keys) are looked at every `POLL_MAX` too.
+    sampled: bool,
 }
 
 /// How long after a sample is due a follower looks for it (the daemon publishes within a
@@ -168,9 +172,11 @@ pub struct Follow {
 /// follower looks again every `POLL_MIN` to `POLL_MAX`).
 const DUE_SLACK: Duration = Duration::from_millis(3);
 const POLL_MIN: Duration = Duration::from_millis(20);
-/// The longest a follower sleeps: values the daemon changes between samples (a netlink
-/// event, a `put`) show within this, a status bar's rate. Each look is a nanosleep and a
-/// few memory loads (and once a second a stat and a read of /proc/PID/stat).
+/// The longest a follower of a value the daemon changes between samples (a netlink event,
+/// a `put`) sleeps: such a change shows within this, a status bar's rate. Each look is a
+/// nanosleep and a few memory loads (and once a second a stat and a read of
+/// /proc/PID/stat); a wake-up costs more than the look (measured: `bar --daemon` looking
+/// five times a second used 3.6× the CPU of a socket watch, so sampled keys do not).
 const POLL_MAX: Duration = Duration::from_millis(200);
 
 impl Follow {
@@ -183,11 +189,18 @@ impl Follow {
         let stored = shm::stored_key(key, None);
         let mut lookup = Lookup::new(socket, None);
         lookup.snapshot()?.get(&stored)?;
+        let sampled = crate::providers::system::METRICS
+            .iter()
+            .any(|m| m.key == key)
+            || crate::providers::basic::BASIC_KEYS
+                .iter()
+                .any(|(k, _)| *k == key);
         Some(Follow {
             lookup,
             key: key.to_string(),
             stored,
             last: None,
+            sampled,
         })
     }
 
@@ -203,16 +216,22 @@ impl Follow {
         loop {
             let snap = self.lookup.snapshot()?;
             let interval_ms = snap.interval_ms();
-            let v = snap.get(&self.stored)?;
-            if self.last != Some(v.updated_ns) {
+            let updated_ns = snap.updated_ns(&self.stored)?;
+            if self.last != Some(updated_ns) {
+                let v = snap.get(&self.stored)?;
                 self.last = Some(v.updated_ns);
                 return Some((v, interval_ms));
             }
             let interval = Duration::from_millis(u64::from(interval_ms));
-            let due = v.updated_ns + interval.as_nanos() as u64 + DUE_SLACK.as_nanos() as u64;
+            let due = updated_ns + interval.as_nanos() as u64 + DUE_SLACK.as_nanos() as u64;
             let now = shm::now_ns();
             let wait = if due > now {
-                Duration::from_nanos(due - now).min(POLL_MAX)
+                let until_due = Duration::from_nanos(due - now);
+                if self.sampled {
+                    until_due
+                } else {
+                    until_due.min(POLL_MAX)
+                }
             } else {
                 (interval / 10).clamp(POLL_MIN, POLL_MAX)
             };

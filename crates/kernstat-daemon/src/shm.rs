@@ -545,6 +545,20 @@ impl Reader {
 
     /// The value of a stored key; re-maps first when the daemon replaced the file.
     pub fn get(&mut self, key: &str) -> Option<Stored> {
+        let i = self.find(key)?;
+        read_slot(&self.map, i, &mut self.buf)
+    }
+
+    /// When a stored key's value was computed (`updated_ns`), without copying the value:
+    /// what a follower looks at between values (the bar's summary is kilobytes; copying
+    /// it five times a second cost the bar 3.6× the CPU of a socket watch).
+    pub fn updated_ns(&mut self, key: &str) -> Option<u64> {
+        let i = self.find(key)?;
+        Some(self.map.u64(HEADER + i * SLOT + 32).load(Ordering::Acquire))
+    }
+
+    /// The index slot of `key` (re-mapping first when the daemon replaced the file).
+    fn find(&mut self, key: &str) -> Option<usize> {
         if self.map.u64(16).load(Ordering::Acquire) != 0 {
             let mut fresh = Reader::open(&self.path).ok()?;
             if let Some(uid) = self.owner {
@@ -558,7 +572,7 @@ impl Reader {
             match self.key_at(mid)?.cmp(key.as_bytes()) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return read_slot(&self.map, mid, &mut self.buf),
+                std::cmp::Ordering::Equal => return Some(mid),
             }
         }
         None
