@@ -157,18 +157,22 @@ fn per_refresh(pane: &Pane, n: usize, counter: impl Fn() -> u64) -> Vec<(String,
 }
 
 #[test]
-fn a_spinning_process_tops_the_table_with_the_cpu_proc_measures() {
+fn a_steady_process_shows_the_cpu_proc_measures_in_a_sorted_table() {
     let Some(_serial) = usable() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let spin = Workload::start(&["spin"]);
-    let pid = spin.pid();
-    // Nice -20 (we are root): the spinner gets its whole CPU even beside a CI machine's
-    // nice-0 hogs (`stress-ng --cpu 1 --switch 1`), so it is the busiest process.
+    // 10 % of a CPU in every 20 ms, at nice -20 (we are root) so that it gets that
+    // share beside a CI machine's load: its CPU % is known over any window, so top's
+    // refresh and the test's /proc readings need not fall at the same instants. (A
+    // spinner's share moved with the load beside it: 84 % shown against 70 % in /proc
+    // over windows a few hundred ms apart, under stress-ng and another suite; a 40 %
+    // duty fell behind its periods there and ran at 25 %.)
+    let steady = Workload::start(&["duty", "10"]);
+    let pid = steady.pid();
     // SAFETY: setpriority has no memory preconditions.
     assert_eq!(
         unsafe { libc::setpriority(libc::PRIO_PROCESS, pid, -20) },
         0,
-        "renice the spinner"
+        "renice the workload"
     );
     let pane = top(dir.path(), "-d 1", &[], (160, 40));
     pane.wait_for("two refreshes", &|s| refresh_count(s) >= Some(2));
@@ -179,22 +183,16 @@ fn a_spinning_process_tops_the_table_with_the_cpu_proc_measures() {
         let mine = rows
             .iter()
             .position(|r| pid_of(r) == Some(pid))
-            .unwrap_or_else(|| panic!("spinner not shown:\n{screen}"));
-        // The table is in CPU% order, and the spinner on top or tied (within 5 points)
-        // with what is above it (another process at nice -20 may spin as hard).
+            .unwrap_or_else(|| panic!("workload not shown:\n{screen}"));
         let shown_order: Vec<f64> = rows.iter().map(|r| cpu_of(r)).collect();
         assert!(
             shown_order.windows(2).all(|w| w[0] >= w[1]),
             "not sorted by CPU%:\n{screen}"
         );
-        assert!(
-            cpu_of(rows[0]) - cpu_of(rows[mine]) <= 5.0,
-            "spinner not on top:\n{screen}"
-        );
         let shown = cpu_of(rows[mine]);
         assert!(
-            (shown - proc_pct).abs() <= 5.0,
-            "kernstat {shown} % vs /proc {proc_pct:.1} % over the same refresh:\n{screen}"
+            (shown - proc_pct).abs() <= 5.0 && (shown - 10.0).abs() <= 5.0,
+            "kernstat {shown} % vs /proc {proc_pct:.1} % over the same refresh, 10 % run:\n{screen}"
         );
     }
     pane.keys(&["q"]);
@@ -226,6 +224,13 @@ fn children_that_live_between_two_refreshes_count_on_their_parent() {
     let pid = reaper.pid();
     let pane = top(dir.path(), "-d 1 --filter reaper", &[], (160, 40));
     pane.wait_for("two refreshes", &|s| refresh_count(s) >= Some(2));
+    // Compared as the mean over three consecutive refreshes: a child is reaped every
+    // 100 ms, so where a refresh and the test's /proc reading fall relative to each other
+    // moves whole children (3 points each) between neighbouring windows; within one
+    // window this was seen 7 points apart under load, over three the inner boundaries
+    // cancel.
+    let (mut shown_sum, mut proc_sum, mut windows) = (0.0, 0.0, 0.0);
+    let mut last_screen = String::new();
     for (screen, ns_per_s) in per_refresh(&pane, 3, || proc_cpu_with_reaped_ns(pid)) {
         let proc_pct = ns_per_s / 1e7;
         let row = table(&screen)
@@ -240,16 +245,21 @@ fn children_that_live_between_two_refreshes_count_on_their_parent() {
             .filter(|r| pid_of(r) != Some(pid) && r.contains("reaper 30 100"))
             .map(|r| column(&screen, r, "CPU%").parse::<f64>().unwrap())
             .sum();
-        assert!(
-            (shown + children_shown - proc_pct).abs() <= 6.0,
-            "parent {shown} % + children on screen {children_shown} % vs /proc (with \
-             reaped children) {proc_pct:.1} %:\n{screen}"
-        );
+        shown_sum += shown + children_shown;
+        proc_sum += proc_pct;
+        windows += 1.0;
         assert!(
             shown >= 15.0,
             "the children's time is not on the parent:\n{screen}"
         );
+        last_screen = screen;
     }
+    let (shown, proc_pct) = (shown_sum / windows, proc_sum / windows);
+    assert!(
+        (shown - proc_pct).abs() <= 6.0,
+        "parent + children on screen {shown:.1} % vs /proc (with reaped children) \
+         {proc_pct:.1} %, means of {windows} refreshes:\n{last_screen}"
+    );
     pane.keys(&["q"]);
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }
@@ -320,10 +330,36 @@ fn memory_sort_filter_tree_and_a_confirmed_sigterm() {
     let pane = top(dir.path(), "-d 0.5", &[], (160, 40));
     pane.wait_for("a refresh", &|s| refresh_count(s) >= Some(2));
     pane.keys(&["M"]);
-    let s = pane.wait_for("the 256 MiB process on top", &|s| {
-        table(s).first().and_then(|r| pid_of(r)) == Some(pid)
+    // Sorted by RES: the workload below only processes holding more (a compiler running
+    // beside the suite can).
+    let res_bytes = |s: &str, row: &str| -> f64 {
+        let v = column(s, row, "RES");
+        let (num, unit) = v.split_at(v.len() - 1);
+        let scale = match unit {
+            "K" => 1024.0,
+            "M" => 1024.0 * 1024.0,
+            "G" => 1024.0 * 1024.0 * 1024.0,
+            "T" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+            _ => 1.0,
+        };
+        num.parse::<f64>().unwrap_or(0.0) * scale
+    };
+    let s = pane.wait_for("the 256 MiB process, by RES", &|s| {
+        let rows = table(s);
+        rows.iter()
+            .position(|r| pid_of(r) == Some(pid))
+            .is_some_and(|i| {
+                res_bytes(s, rows[i]) > 200.0 * 1024.0 * 1024.0
+                    && rows[..i]
+                        .iter()
+                        .all(|r| res_bytes(s, r) >= res_bytes(s, rows[i]))
+            })
     });
-    let res = column(&s, table(&s)[0], "RES");
+    let mine = table(&s)
+        .into_iter()
+        .find(|r| pid_of(r) == Some(pid))
+        .unwrap();
+    let res = column(&s, mine, "RES");
     let shown_mib: f64 = res
         .strip_suffix('M')
         .and_then(|v| v.parse().ok())

@@ -74,6 +74,28 @@ fn main() {
                 x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
             }
         }
+        Some("duty") => {
+            // PERCENT of one CPU, steadily: every 20 ms, exactly PERCENT % of 20 ms of this
+            // thread's CPU time, then a sleep to the next 20 ms (absolute deadlines). At
+            // nice -20 it gets that share beside any nice-0 load, so its CPU % over any
+            // window of a few periods is known, wherever the window falls.
+            let percent = arg(&args, 2, "PERCENT").min(100) as u32;
+            let period = Duration::from_millis(20);
+            let busy = period * percent / 100;
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "ready");
+            let _ = out.flush();
+            let mut next = std::time::Instant::now();
+            loop {
+                kernstat_testkit::burn(busy);
+                next += period;
+                match next.checked_duration_since(std::time::Instant::now()) {
+                    Some(d) => std::thread::sleep(d),
+                    // Fell behind (descheduled): start the next period now.
+                    None => next = std::time::Instant::now(),
+                }
+            }
+        }
         Some("trickle") => {
             // RATE writes of SIZE bytes per second to PATH, forever: a steady small
             // writer (absolute deadlines, so the rate does not drift with timer slack).
