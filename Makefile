@@ -45,6 +45,8 @@ fuzz: export CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS = true
 fuzz:
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-bpf --lib ps::tests
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --test server props
+	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --lib shm::tests::props
+	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --test http_props
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-render --test props
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --test context_props -- --skip every_provider
 	PROPTEST_CASES=$$(( $(FUZZ_CASES) / 10 )) cargo test --release -p kernstat-daemon --test context_props every_provider

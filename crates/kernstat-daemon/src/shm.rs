@@ -860,4 +860,177 @@ mod tests {
             "the writer kept writing: {generations} passes"
         );
     }
+
+    // --- Property tests: the reader against forged files -------------------------------
+    // A snapshot is written by the daemon's user, but a reader must still never read out
+    // of bounds or panic on whatever that file holds. Cases: proptest's default (256) in
+    // `make test`; `make fuzz` raises PROPTEST_CASES.
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A good snapshot of this process (so the liveness check passes) with `n` keys
+        /// of values of several lengths.
+        /// A key and the value written for it.
+        type Written = (String, Vec<u8>);
+
+        fn good(n: usize) -> (tempfile::TempDir, Vec<u8>, Vec<Written>) {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("snapshot");
+            let mut w = Writer::create(&p, 0o600, 1000).unwrap();
+            let values: Vec<Written> = (0..n)
+                .map(|i| {
+                    let key = stored_key(&format!("k.{i}"), (i % 3 == 0).then_some("/p"));
+                    (key, vec![b'a' + (i % 26) as u8; 1 + i * 7 % 90])
+                })
+                .collect();
+            let batch = values
+                .iter()
+                .map(|(k, v)| {
+                    let stored = Stored {
+                        bytes: v.clone(),
+                        error: i_is_error(k),
+                        updated_ns: 1,
+                    };
+                    (k.clone(), stored)
+                })
+                .collect();
+            w.apply(batch, &[]).unwrap();
+            let bytes = std::fs::read(&p).unwrap();
+            (d, bytes, values)
+        }
+
+        fn i_is_error(key: &str) -> bool {
+            key.ends_with('7')
+        }
+
+        /// One way a file can be wrong.
+        #[derive(Debug, Clone)]
+        enum Damage {
+            /// XOR a byte anywhere.
+            Flip(usize, u8),
+            /// An aligned 32-bit field set to a chosen value (counts, offsets, lengths).
+            Word(usize, u32),
+            /// Cut the file short.
+            Cut(usize),
+            /// Bytes appended.
+            Append(Vec<u8>),
+        }
+
+        fn damage() -> impl Strategy<Value = Damage> {
+            let word = prop_oneof![
+                Just(0u32),
+                Just(1),
+                Just(7),
+                Just(64),
+                Just(u32::MAX),
+                Just(u32::MAX - 7),
+                any::<u32>(),
+            ];
+            prop_oneof![
+                (any::<usize>(), 1u8..=255).prop_map(|(at, x)| Damage::Flip(at, x)),
+                (any::<usize>(), word).prop_map(|(at, v)| Damage::Word(at, v)),
+                any::<usize>().prop_map(Damage::Cut),
+                proptest::collection::vec(any::<u8>(), 1..200).prop_map(Damage::Append),
+            ]
+        }
+
+        fn apply(bytes: &mut Vec<u8>, d: &Damage) {
+            if bytes.is_empty() {
+                return;
+            }
+            match d {
+                Damage::Flip(at, x) => {
+                    let at = at % bytes.len();
+                    bytes[at] ^= x;
+                }
+                Damage::Word(at, v) => {
+                    let at = (at % bytes.len()) & !3;
+                    if at + 4 <= bytes.len() {
+                        bytes[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+                    }
+                }
+                Damage::Cut(at) => bytes.truncate(at % bytes.len()),
+                Damage::Append(more) => bytes.extend_from_slice(more),
+            }
+        }
+
+        /// Everything a client can ask of a reader; panics if the reader does.
+        fn read_all(r: &mut Reader, keys: &[String], file_len: usize) {
+            let _ = r.interval_ms();
+            let _ = r.is_current();
+            for k in keys {
+                let _ = r.updated_ns(k);
+                if let Some(v) = r.get(k) {
+                    assert!(
+                        v.bytes.len() <= file_len,
+                        "{} bytes read from a {file_len}-byte file",
+                        v.bytes.len()
+                    );
+                }
+            }
+        }
+
+        proptest! {
+            /// A good file with damage anywhere: refused, or read without a panic or a
+            /// read out of bounds; without damage every value reads back exactly.
+            #[test]
+            fn damaged_snapshots_are_refused_or_read_safely(
+                n in 0usize..40,
+                damages in proptest::collection::vec(damage(), 0..6),
+                extra in proptest::collection::vec(".{0,12}", 0..4),
+            ) {
+                let (d, mut bytes, values) = good(n);
+                for x in &damages {
+                    apply(&mut bytes, x);
+                }
+                let bad = d.path().join("bad");
+                std::fs::write(&bad, &bytes).unwrap();
+                let mut keys: Vec<String> = values.iter().map(|(k, _)| k.clone()).collect();
+                keys.extend(extra);
+                match Reader::open(&bad) {
+                    Ok(mut r) => {
+                        read_all(&mut r, &keys, bytes.len());
+                        if damages.is_empty() {
+                            for (k, v) in &values {
+                                let got = r.get(k).unwrap();
+                                prop_assert_eq!(&got.bytes, v);
+                                prop_assert_eq!(got.error, i_is_error(k));
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        prop_assert!(!damages.is_empty(), "a good file refused: {e}");
+                        prop_assert!(!e.to_string().is_empty());
+                    }
+                }
+            }
+
+            /// A right header (magic, version, this live process) over arbitrary bytes:
+            /// whatever the index says, a reader refuses or reads within the file.
+            #[test]
+            fn a_live_header_over_any_bytes_is_read_safely(
+                count in prop_oneof![0u32..64, any::<u32>()],
+                replaced in prop_oneof![Just(0u64), any::<u64>()],
+                body in proptest::collection::vec(any::<u8>(), 0..4096),
+                keys in proptest::collection::vec(prop_oneof![Just("k.1".to_string()), ".{0,12}".prop_map(String::from)], 1..6),
+            ) {
+                let d = tempfile::tempdir().unwrap();
+                let p = d.path().join("snapshot");
+                let pid = std::process::id();
+                let mut bytes = vec![0u8; HEADER];
+                bytes[..8].copy_from_slice(&MAGIC);
+                bytes[8..12].copy_from_slice(&VERSION.to_ne_bytes());
+                bytes[12..16].copy_from_slice(&count.to_ne_bytes());
+                bytes[16..24].copy_from_slice(&replaced.to_ne_bytes());
+                bytes[24..28].copy_from_slice(&pid.to_ne_bytes());
+                bytes[32..40].copy_from_slice(&start_time(pid).unwrap().to_ne_bytes());
+                bytes.extend_from_slice(&body);
+                std::fs::write(&p, &bytes).unwrap();
+                if let Ok(mut r) = Reader::open(&p) {
+                    read_all(&mut r, &keys, bytes.len());
+                }
+            }
+        }
+    }
 }

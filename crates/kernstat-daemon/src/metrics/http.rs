@@ -176,7 +176,11 @@ pub async fn serve(
                 let r = respond(&exporter, &req);
                 async move { Ok::<_, Infallible>(r) }
             });
+            // half_close: a client that shuts its sending side after the request (`nc
+            // -N`, fortio -halfclose) is still answered, as RFC 9112 9.6 asks; hyper's
+            // default closes on that EOF without a reply (found by tests/http_props.rs).
             let conn = hyper::server::conn::http1::Builder::new()
+                .half_close(true)
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
                 .max_buf_size(16 * 1024)
