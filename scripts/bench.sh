@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm prompt top, and screenshot (default: all but screenshot). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top, and screenshot (default: all but screenshot). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -433,6 +433,37 @@ section_bardaemon() {
   done
 }
 
+# What a burst of processes leaves in the daemon's memory (the soak's one RSS step): the
+# daemon as the soak runs it (1 s interval, --metrics, runqlat and writes), RssAnon at
+# rest, while 3,000 extra processes live for 10 s, 6 s after they are gone, and after
+# gdb makes it call malloc_trim(0) (what glibc held as free memory). Three rounds.
+section_burst() {
+  echo "== burst: the daemon's RssAnon (KiB) before, during and after 3,000 processes"
+  local d dp i round pids
+  anon() { awk '/RssAnon/ {print $2}' /proc/$1/status; }
+  for round in 1 2 3; do
+    d=$(mktemp -d)
+    XDG_RUNTIME_DIR=$d KERNSTAT_NO_AUTOSTART=1 $K daemon --interval 1 \
+      --metrics 127.0.0.1:19563 --collect runqlat,writes 2>/dev/null & dp=$!
+    sleep 10
+    local rest; rest=$(anon $dp)
+    pids=()
+    for i in $(seq 3000); do sleep 10 & pids+=($!); done
+    sleep 4
+    local during; during=$(anon $dp)
+    wait "${pids[@]}"
+    sleep 6
+    local after; after=$(anon $dp)
+    local trimmed=-
+    if command -v gdb >/dev/null; then
+      gdb -p $dp -batch -ex 'call (int)malloc_trim(0)' >/dev/null 2>&1 && trimmed=$(anon $dp)
+    fi
+    echo "round $round: rest $rest, during $during, after $after (+$((after - rest))), after malloc_trim $trimmed"
+    kill -TERM $dp; wait $dp 2>/dev/null || true
+    rm -rf "$d"
+  done
+}
+
 # Issue 11's figures: the CPU of one read from shared memory vs the socket (client and
 # daemon; `kernstat get` as a process beside /bin/true is section shm), and a zsh prompt render showing
 # git.branch, git.dirty and load.one (median of 200 precmd runs timed with
@@ -552,5 +583,5 @@ section_screenshot() {
 }
 
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon prompt top)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top)
 for s in "${sections[@]}"; do "section_$s"; done

@@ -43,6 +43,12 @@ fn main() {
     // NUL-terminated name of under 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"kernstat".as_ptr()) };
     let cli = cli::Cli::parse();
+    if matches!(
+        cli.command,
+        cli::Command::Daemon(_) | cli::Command::Bar(_) | cli::Command::Top(_)
+    ) {
+        alloc::return_freed_memory();
+    }
     let result = match &cli.command {
         cli::Command::Bar(a) => bar::run(a),
         cli::Command::Snapshot(a) => snapshot::run(a),
