@@ -189,6 +189,14 @@ impl Writes {
         })
     }
 
+    /// Whether the kernel lets the fexit programs load and attach (BPF trampolines),
+    /// trying nothing else: unlike [`Writes::load`] it never falls back to the syscall
+    /// tracepoints, and so never mounts tracefs (`kernstat doctor` reports the system
+    /// as it is and must not change it). The programs are detached on return.
+    pub fn fexit_available(cfg: &Config) -> Result<(), LoadError> {
+        open_and_load(cfg, Attach::Fexit).map(drop)
+    }
+
     /// Which attachment is in use.
     pub fn attach(&self) -> Attach {
         self.attach

@@ -390,7 +390,8 @@ fn lead(
         let now = Instant::now();
         if next > now {
             match signals.wait(next - now) {
-                Wake::Timeout => continue,
+                // Resize is not blocked here (only top takes SIGWINCH).
+                Wake::Timeout | Wake::Resize => continue,
                 Wake::Stop => return Ok(0),
                 Wake::RtMin => {
                     interval_idx = (interval_idx + 1) % args.intervals.0.len();

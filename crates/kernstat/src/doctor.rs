@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use kernstat_bpf::loader::{has_bpf_privileges, VMLINUX_BTF};
-use kernstat_bpf::writes::{self, Attach, Writes};
+use kernstat_bpf::writes::{self, Writes};
 use serde_json::json;
 
 use crate::cli::DoctorArgs;
@@ -52,12 +52,13 @@ fn trampolines() -> Option<Result<(), String>> {
         pids: vec![std::process::id()],
         ..writes::Config::default()
     };
-    match Writes::load(&cfg) {
-        Ok(w) if w.attach() == Attach::Fexit => Some(Ok(())),
-        Ok(_) => Some(Err(
-            "the kernel refused the fexit attach (BPF trampolines unavailable)".into(),
-        )),
-        Err(e) => Some(Err(format!("BPF unavailable: {e}"))),
+    // Only fexit is tried: the collector's fallback would mount tracefs, and doctor
+    // then reported "tracefs: no" on a freshly booted machine while mounting it.
+    match Writes::fexit_available(&cfg) {
+        Ok(()) => Some(Ok(())),
+        Err(e) => Some(Err(format!(
+            "the kernel refused the fexit attach (BPF trampolines unavailable): {e}"
+        ))),
     }
 }
 

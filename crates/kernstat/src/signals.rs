@@ -18,6 +18,8 @@ pub enum Wake {
     RtMin,
     /// SIGRTMIN+1.
     RtMin1,
+    /// SIGWINCH: the terminal changed size (only with [`Signals::block_with_resize`]).
+    Resize,
 }
 
 /// The set of signals the loop waits for.
@@ -29,17 +31,31 @@ impl Signals {
     /// Blocks the stop and control signals for this thread (call before spawning any
     /// thread, so that they inherit the mask).
     pub fn block() -> Self {
+        Self::block_these(&[])
+    }
+
+    /// [`Signals::block`], and SIGWINCH too, for a full-screen program that redraws
+    /// when its terminal changes size (`top`). Nobody else takes SIGWINCH: crossterm
+    /// installs its own handler only for its event loop, which `top` does not sleep in.
+    pub fn block_with_resize() -> Self {
+        Self::block_these(&[libc::SIGWINCH])
+    }
+
+    fn block_these(extra: &[libc::c_int]) -> Self {
         // SAFETY: sigset operations on a local set; sigprocmask on the calling thread.
         unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
-            for s in [
+            for &s in [
                 libc::SIGINT,
                 libc::SIGTERM,
                 libc::SIGHUP,
                 libc::SIGRTMIN(),
                 libc::SIGRTMIN() + 1,
-            ] {
+            ]
+            .iter()
+            .chain(extra)
+            {
                 libc::sigaddset(&mut set, s);
             }
             libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
@@ -59,6 +75,7 @@ impl Signals {
             s if s == libc::SIGRTMIN() => Wake::RtMin,
             s if s == libc::SIGRTMIN() + 1 => Wake::RtMin1,
             libc::SIGINT | libc::SIGTERM | libc::SIGHUP => Wake::Stop,
+            libc::SIGWINCH => Wake::Resize,
             // EAGAIN (timeout) or EINTR (another signal): treat both as a timeout tick;
             // the caller re-computes how long is left.
             _ => Wake::Timeout,

@@ -104,6 +104,50 @@ fn facts_match_the_system_and_paths_match_what_commands_do() {
     assert!(text.contains("can load BPF              yes"), "{text}");
 }
 
+/// doctor reports the system as it is and changes nothing: in a private mount
+/// namespace without tracefs (a machine just booted without systemd, as CI's is) it
+/// says so, and tracefs is still not mounted afterwards. Its fexit probe once loaded
+/// the whole writes collector, whose fallback mounted tracefs: "tracefs: no" was
+/// reported while doctor mounted it.
+#[test]
+fn doctor_mounts_nothing() {
+    if !bpf_gate() || !tool_gate("unshare") {
+        return;
+    }
+    let script = format!(
+        "umount /sys/kernel/tracing 2>/dev/null; \
+         grep -c ' /sys/kernel/tracing tracefs ' /proc/self/mounts; \
+         {} doctor --json; \
+         grep -c ' /sys/kernel/tracing tracefs ' /proc/self/mounts; true",
+        common::kernstat().display()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .env("XDG_RUNTIME_DIR", common::private_runtime_dir())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.len() >= 3,
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        lines[0], "0",
+        "tracefs still mounted in the private namespace"
+    );
+    let v = doctor_json(&lines[1..lines.len() - 1].join("\n"));
+    assert_eq!(v["tracefs"], false, "{text}");
+    assert_eq!(
+        lines[lines.len() - 1],
+        "0",
+        "doctor mounted tracefs:\n{text}"
+    );
+    // As root, the writes path can still mount it when it runs.
+    assert_ne!(v["paths"]["writes"], "unavailable (no tracefs)", "{text}");
+}
+
 #[test]
 fn an_unprivileged_user_is_told_what_to_do() {
     // SAFETY: geteuid has no preconditions.

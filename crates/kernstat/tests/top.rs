@@ -644,6 +644,32 @@ fn small_terminal_no_color_and_procfs_only() {
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }
 
+/// A resized terminal is drawn at its new size at once, not at the next refresh: 80
+/// columns (no I/O columns) grown to 160 (room for them) while the refresh counter
+/// stays at its first value (the next refresh is 100 s away, past the screen wait).
+#[test]
+fn a_resized_terminal_is_redrawn_before_the_next_refresh() {
+    let Some(_serial) = usable() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pane = top(dir.path(), "-d 100 --no-bpf", &[], (80, 24));
+    let has_io_columns = |s: &str| {
+        s.lines()
+            .any(|l| is_table_header(l) && l.contains("READ/s"))
+    };
+    let s = pane.wait_for("the first refresh", &|s| refresh_count(s) == Some(1));
+    assert!(!has_io_columns(&s), "80 columns show no I/O columns:\n{s}");
+    pane.tmux(&["resize-window", "-t", "0", "-x", "160", "-y", "40"]);
+    let s = pane.wait_for("the I/O columns at 160 columns", &|s| has_io_columns(s));
+    assert_eq!(
+        refresh_count(&s),
+        Some(1),
+        "drawn by a refresh, not the resize:\n{s}"
+    );
+    assert!(s.lines().count() >= 30, "not drawn over 40 rows:\n{s}");
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+}
+
 /// Allocations of each refresh of `kernstat top ARGS --report` run to its end.
 fn allocations_per_refresh(args: &str) -> Vec<u64> {
     let dir = tempfile::tempdir().unwrap();

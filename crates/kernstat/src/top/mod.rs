@@ -94,7 +94,8 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
-    let signals = Signals::block();
+    // SIGWINCH too: a resized terminal is drawn at once, not at the next key or refresh.
+    let signals = Signals::block_with_resize();
     let sigfd = signals.signalfd()?;
     let mut sampler = Sampler::open(args.no_bpf, &args.pin_dir, &args.temp)?;
     let mut app = App {
@@ -185,9 +186,16 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         }
         let deadline = Instant::now() + app.delay;
         while !app.quit && !app.refresh_now {
-            if signals.poll() == Wake::Stop {
-                app.quit = true;
-                break;
+            match pending_signals(&signals) {
+                Pending::Stop => {
+                    app.quit = true;
+                    break;
+                }
+                // Terminal::draw fits the frame to the new size first.
+                Pending::Resized => {
+                    screen.terminal.draw(|f| draw::draw(f, &mut app))?;
+                }
+                Pending::Nothing => {}
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -219,6 +227,25 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         eprintln!("{}", report.json(refreshes));
     }
     Ok(0)
+}
+
+/// What the signals waiting on the signalfd ask for, all of them taken.
+enum Pending {
+    Nothing,
+    Stop,
+    Resized,
+}
+
+fn pending_signals(signals: &Signals) -> Pending {
+    let mut pending = Pending::Nothing;
+    loop {
+        match signals.poll() {
+            Wake::Stop => return Pending::Stop,
+            Wake::Resize => pending = Pending::Resized,
+            Wake::Timeout => return pending,
+            Wake::RtMin | Wake::RtMin1 => {}
+        }
+    }
 }
 
 /// Per-refresh counts for `--report` (benchmarks and the allocation test).
