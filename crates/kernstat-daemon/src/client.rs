@@ -14,8 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::runtime::{runtime_dir, SYSTEM_SOCKET};
 
-/// The user daemon's socket (for root without a runtime directory this is also the
-/// system daemon's).
+/// The user daemon's socket.
 pub fn user_socket() -> PathBuf {
     runtime_dir().join("sock")
 }
@@ -30,8 +29,8 @@ pub fn default_socket() -> Result<PathBuf, crate::runtime::UnsafeDir> {
 
 fn choose_socket(user: PathBuf, system: &Path) -> Result<PathBuf, crate::runtime::UnsafeDir> {
     // The system daemon's directory belongs to its --user once it runs (it must remove
-    // its socket), and for root without XDG_RUNTIME_DIR it is also the user socket's:
-    // there the peer check (root listened on it) is the guard, not the owner.
+    // its socket): when the user socket is that one (a runtime directory pointed at
+    // it), the peer check (root listened on it) is the guard, not the owner.
     if user != system {
         if let Some(dir) = user.parent() {
             crate::runtime::check_existing(dir)?;

@@ -22,13 +22,18 @@ use rustix::fs::{Mode, OFlags, CWD};
 /// Where the system daemon listens.
 pub const SYSTEM_SOCKET: &str = "/run/kernstat/sock";
 
+/// Root's own runtime directory when it has no `XDG_RUNTIME_DIR`: not the system
+/// daemon's `/run/kernstat`, which that daemon gives to its unprivileged user once it
+/// runs (so root's bars refused it and each sampled alone). Only root can create it.
+pub const ROOT_RUNTIME_DIR: &str = "/run/kernstat-root";
+
 /// The euid of this process.
 fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
 /// kernstat's per-user runtime directory: `$XDG_RUNTIME_DIR/kernstat`, else
-/// `/run/kernstat` for root and `/tmp/kernstat-UID` for others. Only a name: use
+/// [`ROOT_RUNTIME_DIR`] for root and `/tmp/kernstat-UID` for others. Only a name: use
 /// [`prepare`] before trusting what is there.
 pub fn runtime_dir() -> PathBuf {
     if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR") {
@@ -38,7 +43,7 @@ pub fn runtime_dir() -> PathBuf {
         }
     }
     match euid() {
-        0 => PathBuf::from("/run/kernstat"),
+        0 => PathBuf::from(ROOT_RUNTIME_DIR),
         uid => PathBuf::from(format!("/tmp/kernstat-{uid}")),
     }
 }
@@ -128,9 +133,11 @@ pub fn prepare(dir: &Path, shared: bool) -> Result<(), UnsafeDir> {
         return Err(unsafe_dir(why));
     }
     // Ours, and nobody else writes it: narrow a private one that others can read (a
-    // umask of 022 when it was made by something else) rather than refuse it. Root's
-    // /run/kernstat is shared with the system daemon and stays as it is.
-    if !shared && meta.mode() & 0o077 != 0 && euid() != 0 {
+    // umask of 022 when it was made by something else) rather than refuse it. The
+    // system daemon's directory stays as it is (root may point a client's --socket
+    // there; its users must still reach the socket).
+    let system_dir = Path::new(SYSTEM_SOCKET).parent();
+    if !shared && meta.mode() & 0o077 != 0 && Some(dir) != system_dir {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| unsafe_dir(format!("cannot be made private ({e})")))?;
     }

@@ -242,17 +242,23 @@ impl Writer {
             ));
         }
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        {
+        let publish = || {
             use std::os::unix::fs::OpenOptionsExt;
-            let mut f = std::fs::OpenOptions::new()
+            std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
                 .truncate(true)
                 .mode(mode)
-                .open(&tmp)?;
-            f.write_all(&buf)?;
+                .open(&tmp)?
+                .write_all(&buf)?;
+            std::fs::rename(&tmp, path)
+        };
+        if let Err(e) = publish() {
+            // Leave nothing behind: a daemon that could not rename (its seccomp list
+            // once lacked rename) left one temporary file per start.
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
         }
-        std::fs::rename(&tmp, path)?;
         if let Some(old) = old {
             old.u64(16).store(1, Ordering::Release);
         }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use rustix::fs::{flock, inotify, openat, renameat, FlockOperation, Mode, OFlags, CWD};
 
 /// The runtime directory for kernstat's locks and sockets: $XDG_RUNTIME_DIR/kernstat,
-/// else /run/kernstat for root, else /tmp/kernstat-UID.
+/// else /run/kernstat-root for root, else /tmp/kernstat-UID.
 pub fn runtime_dir() -> PathBuf {
     kernstat_daemon::runtime::runtime_dir()
 }

@@ -107,7 +107,12 @@ pub fn run(args: &RunqlatArgs) -> anyhow::Result<i32> {
         writeln!(out, "{}", csv_header(short))?;
     }
     let keyed = cfg.key != KeyKind::None;
-    let mut intervals = Intervals::new(rq.read_per_cpu()?, keyed, args.cumulative);
+    // Everything since attach counts: the maps were empty at load, so the first interval
+    // starts from zero, as libbpf-tools' does. A baseline read here, after the banner,
+    // dropped the events of a workload started on seeing it whenever this process was
+    // slow to get here (under CPU load: 40-97 of a ping-pong's 20,000 wake-ups in 1 run
+    // of 2 beside `stress-ng --cpu 2`, while the kernel's histogram held them all).
+    let mut intervals = Intervals::new(Vec::new(), keyed, args.cumulative);
     let start = Instant::now();
     let mut points: Vec<Point> = Vec::new();
     // The whole run's distribution, for the plot.

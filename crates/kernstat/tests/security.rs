@@ -369,3 +369,74 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// Root without XDG_RUNTIME_DIR beside a running system daemon, which has given
+/// /run/kernstat to its user (nobody): root's bar keeps its lock in a directory of its
+/// own (/run/kernstat-root, 0700) instead of refusing the daemon's and sampling alone,
+/// and root's `get` is answered by the system daemon. In a private mount namespace with
+/// its own /run (a tmpfs), so the machine's /run and any real system daemon are
+/// untouched.
+#[test]
+fn roots_bar_and_get_work_beside_a_system_daemon_from_its_snapshot() {
+    if !root_with_setpriv() || !tool_gate("unshare") {
+        return;
+    }
+    let script = format!(
+        r#"set -e
+mount -t tmpfs -o mode=755 tmpfs /run
+ks={ks}
+"$ks" daemon --system --interval 1 >/dev/null 2>/run/daemon.err &
+daemon=$!
+i=0
+while [ ! -S /run/kernstat/sock ] && [ $i -lt 900 ]; do sleep 0.1; i=$((i+1)); done
+echo "system_dir=$(stat -c '%u %a' /run/kernstat)"
+export KERNSTAT_NO_AUTOSTART=1
+unset XDG_RUNTIME_DIR
+echo "bar_line=$("$ks" bar --format text --interval 1 2>/run/bar.err | head -n 1)"
+echo "bar_err=$(tr '\n' ' ' </run/bar.err)"
+echo "root_dir=$(stat -c '%u %a' /run/kernstat-root)"
+echo "root_files=$(ls /run/kernstat-root | tr '\n' ' ')"
+echo "get=$("$ks" get mem.total --json 2>&1)"
+kill $daemon
+wait $daemon || true
+echo "daemon_err=$(tr '\n' ' ' </run/daemon.err)"
+"#,
+        ks = kernstat().display()
+    );
+    let out = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, err) = text(&out);
+    let field = |name: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in:\n{stdout}\n{err}"))
+            .trim()
+            .to_string()
+    };
+    assert_eq!(field("system_dir"), format!("{NOBODY} 755"), "{stdout}");
+    assert!(!field("bar_line").is_empty(), "{stdout}");
+    assert!(!field("bar_err").contains("refusing"), "{stdout}");
+    assert_eq!(field("root_dir"), "0 700", "{stdout}");
+    assert!(field("root_files").contains(".lock"), "{stdout}");
+    let get = common::json(&field("get"));
+    assert_eq!(get["ok"], true, "{get}");
+    // From the system daemon's shared-memory snapshot: its seccomp list once lacked
+    // rename(2), so it never published one and every client paid a socket round trip.
+    assert_eq!(get["answered_by"], "shm", "{get}");
+    let mem_total_kb: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    assert_eq!(get["data"], mem_total_kb * 1024, "{get}");
+    let daemon_err = field("daemon_err");
+    assert!(
+        daemon_err.contains("listening on /run/kernstat/sock") && !daemon_err.contains("snapshot"),
+        "{daemon_err}"
+    );
+}
