@@ -588,8 +588,12 @@ fn events_between_the_banner_and_the_first_reading_count() {
     let filler = [b'.'; 4096];
     // SAFETY: writes from a valid buffer to our pipe, until it is full (EAGAIN).
     while unsafe { libc::write(write_end.as_raw_fd(), filler.as_ptr().cast(), filler.len()) } > 0 {}
-    // SAFETY: fcntl on our descriptor; the tracer's writes must block, not fail.
-    unsafe { libc::fcntl(write_end.as_raw_fd(), libc::F_SETFL, 0) };
+    // SAFETY: fcntl on our descriptors. pipe2's O_NONBLOCK is on both ends: the tracer's
+    // writes must block, not fail, and so must the drain below until the banner comes.
+    unsafe {
+        libc::fcntl(write_end.as_raw_fd(), libc::F_SETFL, 0);
+        libc::fcntl(read_end.as_raw_fd(), libc::F_SETFL, 0);
+    }
     let mut w = PingPong::start(10_000);
     let mut tracer = common::command()
         .args(["runqlat", "--json", "-p", &w.pid()])
