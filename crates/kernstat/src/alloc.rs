@@ -38,7 +38,9 @@ pub fn allocations() -> u64 {
 }
 
 /// Fixes glibc's malloc thresholds in a process that runs for months (daemon, bar, top),
-/// so that memory freed after a burst of processes goes back to the kernel.
+/// so that memory freed after a burst of processes goes back to the kernel: blocks of
+/// `mmap_threshold` bytes or more are mapped and unmapped, and free memory over 256 KiB
+/// at a heap's top is returned. The one place kernstat tunes its allocator.
 ///
 /// glibc raises its mmap threshold to the size of the largest mmapped block freed (up to
 /// 32 MiB) and its trim threshold to twice that. Loading the BPF programs frees libbpf's
@@ -47,15 +49,14 @@ pub fn allocations() -> u64 {
 /// return it. Measured on the daemon (`--interval 1s --metrics --collect
 /// runqlat,writes`, release): 3,000 processes started, held 10 s and gone left RssAnon
 /// 4.6 MiB above its baseline, 2.5 MiB of it free memory that `malloc_trim` returned;
-/// with these two settings (either one turns the dynamic rule off: blocks of 1 MiB or
-/// more are mapped and unmapped, free memory over 256 KiB at a heap's top is returned)
-/// the same burst leaves 1.7 MiB (the tables sized for the most processes seen).
+/// with these two settings (either one turns the dynamic rule off; a 1 MiB mmap
+/// threshold there) the same burst leaves 1.7 MiB (the tables sized for the most processes seen).
 /// Repeated bursts of the same size add nothing more either way (16 KiB in 7).
-pub fn return_freed_memory() {
+pub fn return_freed_memory(mmap_threshold: i32) {
     // SAFETY: mallopt only changes the allocator's tuning; called before other threads.
     #[cfg(target_env = "gnu")]
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, mmap_threshold);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 10);
     }
 }

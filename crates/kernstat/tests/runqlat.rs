@@ -595,7 +595,11 @@ fn events_between_the_banner_and_the_first_reading_count() {
         libc::fcntl(read_end.as_raw_fd(), libc::F_SETFL, 0);
     }
     let mut w = PingPong::start(10_000);
+    // The banner is the tracer's first write to stderr (libbpf's messages go to a buffer
+    // unless KERNSTAT_DEBUG asks for them), so a write blocked on fd 2 is the banner,
+    // after attach.
     let mut tracer = common::command()
+        .env_remove("KERNSTAT_DEBUG")
         .args(["runqlat", "--json", "-p", &w.pid()])
         .stdout(Stdio::piped())
         .stderr(Stdio::from(write_end))

@@ -387,6 +387,8 @@ mount -t tmpfs -o mode=755 tmpfs /run
 ks={ks}
 "$ks" daemon --system --interval 1 >/dev/null 2>/run/daemon.err &
 daemon=$!
+# Whatever fails below, the daemon does not outlive the test.
+trap 'kill $daemon 2>/dev/null' EXIT
 i=0
 while [ ! -S /run/kernstat/sock ] && [ $i -lt 900 ]; do sleep 0.1; i=$((i+1)); done
 echo "system_dir=$(stat -c '%u %a' /run/kernstat)"

@@ -86,14 +86,6 @@ pub(crate) struct App {
 /// Runs `kernstat top`; returns the exit status.
 pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     let (sort, descending) = parse_sort(&args.sort)?;
-    // Per-refresh buffers of a large table (the iterator's rows, several MB at 10,000
-    // processes) come from mmap and go back to the kernel when freed: glibc's dynamic
-    // threshold otherwise rises after the first such free and keeps them on the heap
-    // (measured with `bench.sh top` at 9,700 processes: heap 15 MB -> see README).
-    // SAFETY: mallopt only changes allocator parameters.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
-    }
     // SIGWINCH too: a resized terminal is drawn at once, not at the next key or refresh.
     let signals = Signals::block_with_resize();
     let sigfd = signals.signalfd()?;
