@@ -36,6 +36,16 @@ impl Entry {
         }
     }
 
+    /// A failure made now that is not in the cache (a read that timed out).
+    pub fn failed(why: &str) -> Entry {
+        Entry {
+            json: Box::new([]),
+            updated: Instant::now(),
+            error: Some(why.into()),
+            last_read_ms: AtomicU64::new(0),
+        }
+    }
+
     /// Age in milliseconds.
     pub fn age_ms(&self) -> u64 {
         self.updated.elapsed().as_millis() as u64

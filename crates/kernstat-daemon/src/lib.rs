@@ -12,13 +12,18 @@
 //! - `client`: a blocking client that keeps its connection, for the CLI and scripts.
 //! - `lookup`: the shared-memory snapshot first, that connection for the rest.
 //! - `shm`: the snapshot's writer and reader.
+//! - `client_files`, `jobs`: reading the files a client names safely, and off the
+//!   threads that answer everyone.
 
 #![deny(missing_docs)]
 
 mod accept;
 pub mod cache;
 pub mod client;
+pub mod client_files;
+pub mod jobs;
 pub mod lookup;
+pub mod memory;
 pub mod metrics;
 pub mod protocol;
 pub mod providers;

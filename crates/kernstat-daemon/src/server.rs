@@ -21,9 +21,11 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{broadcast, Semaphore};
 
 use crate::cache::{Cache, Entry};
+use crate::client_files::{Creds, Rights};
+use crate::jobs::Jobs;
 use crate::protocol::{self, Code, Request, MAX_REQUEST, PROTOCOL_VERSION};
 use crate::providers::context::{self, schedule::Contexts, Client, Env, Scope};
-use crate::providers::git::schedule::{Counts, GitPaths};
+use crate::providers::git::schedule::{self as git_schedule, Counts, GitPaths};
 use crate::providers::network::{Events, Network};
 use crate::providers::{basic, system};
 
@@ -37,11 +39,13 @@ pub struct Peer {
 }
 
 /// What a `get` or `watch` asks about besides the key.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Asking<'a> {
     path: Option<&'a str>,
     env: Option<&'a std::collections::BTreeMap<String, String>>,
     peer: Peer,
+    /// Whose rights files are read with for this client.
+    rights: &'a Rights,
 }
 
 /// What changed.
@@ -105,6 +109,8 @@ pub struct Daemon {
     refresh: Mutex<Option<RefreshHook>>,
     pub(crate) git: GitPaths,
     pub(crate) contexts: Contexts,
+    /// Blocking work on clients' behalf, in per-user slots.
+    pub(crate) jobs: Arc<Jobs>,
     network: Network,
     pub(crate) puts: crate::providers::puts::Puts,
     pub(crate) scripts: crate::providers::scripts::Scripts,
@@ -134,6 +140,7 @@ impl Daemon {
             refresh: Mutex::new(None),
             git: GitPaths::default(),
             contexts: Contexts::default(),
+            jobs: Arc::default(),
             network: Network::default(),
             puts: Default::default(),
             scripts: Default::default(),
@@ -286,10 +293,13 @@ impl Daemon {
         let _ = self.events.send(ev);
     }
 
-    /// Recomputes the git keys of `path` now (see [`GitPaths::refresh`]); the slow
-    /// counts follow in the background.
+    /// Makes the git keys of `path` current for the daemon's own user (see
+    /// [`GitPaths::ensure`]); the slow counts follow in the background.
     pub async fn refresh_git(self: &Arc<Self>, path: &str) {
-        self.git.refresh(self, path, Counts::Spawn).await
+        let _ = self
+            .git
+            .ensure(self, path, &Rights::Own, Counts::Spawn)
+            .await;
     }
 
     /// Background work of the providers (inotify events, poll timers, idle contexts).
@@ -307,7 +317,7 @@ impl Daemon {
             ask.path,
             &env,
             client.as_ref(),
-            on_behalf(ask.peer),
+            ask.rights.uid(),
         ))
     }
 
@@ -323,20 +333,33 @@ impl Daemon {
             }
             let env = ask.env.map_or(Env::Process, |m| Env::Given(m.clone()));
             let client = client_of(p, ask.peer);
-            let behalf = on_behalf(ask.peer);
-            let scope = context::scope_id(p, path, &env, client.as_ref(), behalf);
+            let scope = context::scope_id(p, path, &env, client.as_ref(), ask.rights.uid());
             return self
                 .contexts
-                .get(self, p, key, &scope, path, &env, client.as_ref(), behalf)
+                .get(
+                    self,
+                    p,
+                    key,
+                    &scope,
+                    path,
+                    &env,
+                    client.as_ref(),
+                    ask.rights,
+                )
                 .await;
         }
         match path {
             Some(p) if key.starts_with("git.") => {
-                if let Some(e) = self.cache.get(key, Some(p)) {
-                    return Some(e);
+                let scope = git_schedule::scope(p, ask.rights);
+                let ensured = self
+                    .git
+                    .ensure(self, p, ask.rights, Counts::for_key(key))
+                    .await;
+                match (self.cache.get(key, Some(&scope)), ensured) {
+                    (Some(e), _) => Some(e),
+                    (None, Err(why)) => Some(Arc::new(Entry::failed(&why.0))),
+                    (None, Ok(())) => None,
                 }
-                self.git.refresh(self, p, Counts::for_key(key)).await;
-                self.cache.get(key, Some(p))
             }
             _ => match self.cache.get(key, None) {
                 Some(e) => Some(e),
@@ -378,7 +401,13 @@ impl Daemon {
     }
 
     /// Answers one request (not `watch`) into `out`.
-    async fn respond(self: &Arc<Self>, req: &Request<'_>, peer: Peer, out: &mut Vec<u8>) {
+    async fn respond(
+        self: &Arc<Self>,
+        req: &Request<'_>,
+        peer: Peer,
+        rights: &Rights,
+        out: &mut Vec<u8>,
+    ) {
         match *req {
             Request::Get {
                 key,
@@ -390,6 +419,7 @@ impl Daemon {
                     path,
                     env: env.as_ref(),
                     peer,
+                    rights,
                 };
                 match (check_env(ask.env), text) {
                     (Err(why), false) => protocol::write_error(out, Code::BadRequest, &why),
@@ -418,7 +448,7 @@ impl Daemon {
                 match (key, path) {
                     (Some(k), Some(p)) if k.starts_with("git.") => {
                         // Asked for: the counts too, now, whatever their schedule.
-                        self.git.refresh(self, p, Counts::Await).await
+                        let _ = self.git.ensure(self, p, rights, Counts::Await).await;
                     }
                     _ => {
                         if let Some(hook) = self.refresh.lock().ok().and_then(|r| r.clone()) {
@@ -458,6 +488,14 @@ impl Daemon {
         let needs_path = key.starts_with("git.")
             || key == "git"
             || context::lookup(key).is_some_and(|(p, _)| p.scope == Scope::Path);
+        if ask.rights.uid().is_some() && crate::providers::git::COUNT_KEYS.contains(&key) {
+            return GetAnswer::Error(
+                Code::NoData,
+                format!(
+                    "{key}: counted only by a daemon of your own (`kernstat daemon`): this daemon does not open other users' object databases"
+                ),
+            );
+        }
         match self.value(key, ask).await {
             Some(e) if e.error.is_some() => GetAnswer::Error(
                 Code::Failed,
@@ -518,14 +556,26 @@ fn client_of(p: &context::Provider, peer: Peer) -> Option<Client> {
     }
 }
 
-/// Whose rights a context read uses: the asker's, when the daemon is another user
-/// (a system daemon), so that nobody learns through it what they could not read.
-fn on_behalf(peer: Peer) -> Option<u32> {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    match peer.uid {
-        Some(uid) if uid != me && uid != 0 => Some(uid),
-        _ => None,
+/// Whose rights files are read with for the client at the other end of `stream`: its
+/// own (uid, primary and supplementary groups as it connected) when the daemon runs as
+/// another user and the client is not root (a system daemon), so that nobody learns
+/// through the daemon what they could not read; the daemon's own otherwise.
+fn rights_for(stream: &UnixStream, peer: Peer) -> Rights {
+    use std::os::fd::AsFd;
+    let me = rustix::process::geteuid().as_raw();
+    match (peer.uid, stream.peer_cred()) {
+        (Some(uid), _) if uid == me || uid == 0 => Rights::Own,
+        (Some(uid), Ok(c)) => Rights::Of(Creds {
+            uid,
+            gid: c.gid(),
+            groups: crate::client_files::peer_groups(stream.as_fd()).unwrap_or_default(),
+        }),
+        // Nobody we can name: the rights of nobody.
+        _ => Rights::Of(Creds {
+            uid: 65534,
+            gid: 65534,
+            groups: Vec::new(),
+        }),
     }
 }
 
@@ -643,6 +693,7 @@ async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
 }
 
 async fn connection(stream: UnixStream, d: &Arc<Daemon>, peer: Peer) -> std::io::Result<()> {
+    let rights = rights_for(&stream, peer);
     let (rd, wr) = stream.into_split();
     // Small per-connection buffers (requests are short; answers are built in `out` and
     // written with one call), so that thousands of idle clients cost little memory.
@@ -684,10 +735,11 @@ async fn connection(stream: UnixStream, d: &Arc<Daemon>, peer: Peer) -> std::io:
                     path: path.as_deref(),
                     env: env.as_ref(),
                     peer,
+                    rights: &rights,
                 };
                 return watch(d, &key, &ask, rd, wr).await;
             }
-            Ok(req) => d.respond(&req, peer, &mut out).await,
+            Ok(req) => d.respond(&req, peer, &rights, &mut out).await,
         }
         // Answers to pipelined requests go out together.
         if rd.buffer().is_empty() {
@@ -723,7 +775,10 @@ async fn watch(
 ) -> std::io::Result<()> {
     let path = ask.path;
     // What a change event names: the path for git keys, the scope for context keys.
-    let scope = d.context_scope(key, ask);
+    let scope = d.context_scope(key, ask).or_else(|| {
+        path.filter(|_| key == "git" || key.starts_with("git."))
+            .map(|p| git_schedule::scope(p, ask.rights))
+    });
     let wakes_on = scope.as_deref().or(path);
     let mut rx = d.events.subscribe();
     let mut out = Vec::with_capacity(1024);

@@ -571,7 +571,7 @@ fn bad_context_requests_get_a_clear_error() {
     assert!(v["error"].as_str().unwrap().contains("needs a path"), "{v}");
     let v = get(&mut s, "kubecontext.bogus", None, &[]);
     assert_eq!(v["code"], "unknown_key", "{v}");
-    // A FIFO where the kubeconfig belongs: no value, and no hang.
+    // A FIFO where the kubeconfig belongs: no value, no hang, and why.
     let t = tempfile::tempdir().unwrap();
     let fifo = t.path().join("config");
     assert!(Command::new("mkfifo")
@@ -585,7 +585,11 @@ fn bad_context_requests_get_a_clear_error() {
         None,
         &[("KUBECONFIG", fifo.to_str().unwrap())],
     );
-    assert_eq!(v["code"], "no_data", "{v}");
+    assert_eq!(v["code"], "failed", "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("not a regular file"),
+        "{v}"
+    );
     let v = ask(&mut s, r#"{"op":"get","key":"load.one"}"#);
     assert_eq!(v["ok"], true);
 }

@@ -371,22 +371,26 @@ fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
         return Ok(unknown(key));
     }
     if let Some(p) = path {
-        return Ok(match git::read(Path::new(p)) {
-            Ok(info) => {
-                let values = if git::COUNT_KEYS.contains(&key) {
-                    git::count_values(&git::counts(&info).map_err(|e| anyhow::anyhow!("{p}: {e}"))?)
-                } else {
-                    git::values(&info)
-                };
-                values
-                    .into_iter()
-                    .find(|(k, _)| *k == key)
-                    .map(|(_, v)| Reply::from_json(&v))
-                    .unwrap_or_else(|| Reply::from_json(b"null"))
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Reply::from_json(b"null"),
-            Err(e) => anyhow::bail!("{p}: {e}"),
-        });
+        return Ok(
+            match git::read(Path::new(p), &kernstat_daemon::client_files::Rights::Own) {
+                Ok(info) => {
+                    let values = if git::COUNT_KEYS.contains(&key) {
+                        git::count_values(
+                            &git::counts(&info).map_err(|e| anyhow::anyhow!("{p}: {e}"))?,
+                        )
+                    } else {
+                        git::values(&info)
+                    };
+                    values
+                        .into_iter()
+                        .find(|(k, _)| *k == key)
+                        .map(|(_, v)| Reply::from_json(&v))
+                        .unwrap_or_else(|| Reply::from_json(b"null"))
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Reply::from_json(b"null"),
+                Err(e) => anyhow::bail!("{p}: {e}"),
+            },
+        );
     }
     let cache = Cache::new();
     if basic::BASIC_KEYS.iter().any(|(k, _)| *k == key) {

@@ -37,8 +37,7 @@ fn read(ctx: &Ctx) -> Reading {
     };
     let python = prefix.as_deref().and_then(|p| {
         let meta = Path::new(p).join("conda-meta");
-        r.watched.push(meta.clone());
-        python_version(&meta)
+        python_version(&r.list(&meta))
     });
     r.set("env", name);
     r.set("prefix", prefix);
@@ -46,14 +45,10 @@ fn read(ctx: &Ctx) -> Reading {
     r
 }
 
-/// The version in `python-3.12.4-h5148396_1.json`.
-fn python_version(meta: &Path) -> Option<String> {
-    std::fs::read_dir(meta).ok()?.flatten().find_map(|e| {
-        let name = e.file_name();
-        let rest = name
-            .to_str()?
-            .strip_prefix("python-")?
-            .strip_suffix(".json")?;
+/// The version in `python-3.12.4-h5148396_1.json`, among conda-meta's names.
+fn python_version(names: &[String]) -> Option<String> {
+    names.iter().find_map(|name| {
+        let rest = name.strip_prefix("python-")?.strip_suffix(".json")?;
         let version = rest.split('-').next()?;
         version
             .starts_with(|c: char| c.is_ascii_digit())

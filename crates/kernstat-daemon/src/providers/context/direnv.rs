@@ -55,11 +55,9 @@ fn read(ctx: &Ctx) -> Reading {
     h.update(&contents);
     let allow = data.join("allow").join(hex(h.finalize()));
     let deny = data.join("deny").join(path_hash);
-    r.watched.push(allow.clone());
-    r.watched.push(deny.clone());
-    let status = if deny.exists() {
+    let status = if r.exists(&deny) {
         "denied"
-    } else if allow.exists() {
+    } else if r.exists(&allow) {
         "allowed"
     } else {
         "blocked"

@@ -27,6 +27,8 @@ pub mod talos;
 pub mod terraform;
 
 use std::collections::BTreeMap;
+
+use crate::client_files::Rights;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -136,16 +138,16 @@ pub struct Ctx<'a> {
     pub env: &'a Env,
     /// The asking process.
     pub client: Option<&'a Client>,
-    /// Files are read only if this uid could read them (a system daemon serving another
-    /// user must not read on its behalf what that user may not).
-    pub on_behalf: Option<u32>,
+    /// Whose rights files are read with (a system daemon serving another user must not
+    /// read on its behalf what that user may not).
+    pub rights: &'a Rights,
 }
 
 impl Ctx<'_> {
     /// An empty reading that reads files with this context's rights.
     pub fn reading(&self) -> Reading {
         Reading {
-            on_behalf: self.on_behalf,
+            rights: self.rights.clone(),
             ..Reading::default()
         }
     }
@@ -191,8 +193,8 @@ pub struct Reading {
     pub error: Option<String>,
     /// Read again after this long even without a file event (sudo's timestamp expires).
     pub expires: Option<Duration>,
-    /// Whose rights reads are checked against (see [`Ctx::on_behalf`]).
-    pub on_behalf: Option<u32>,
+    /// Whose rights reads are checked against (see [`Ctx::rights`]).
+    pub rights: Rights,
 }
 
 impl Reading {
@@ -207,26 +209,33 @@ impl Reading {
         self.read_bytes(path).map(files::text)
     }
 
-    /// As [`Reading::read`], the bytes as they are.
+    /// As [`Reading::read`], the bytes as they are. The file is reached and read as
+    /// `client_files` does (links followed by hand, with the reading's rights, regular
+    /// files only, at most `files::MAX_FILE`).
     pub fn read_bytes(&mut self, path: &Path) -> Option<Vec<u8>> {
         self.watched.push(path.to_path_buf());
-        if let Some(uid) = self.on_behalf {
-            if !files::readable_by(path, uid) {
-                if path.is_file() {
-                    self.error = Some(format!("{}: not readable by uid {uid}", path.display()));
-                }
-                return None;
-            }
-        }
-        match files::try_read(path) {
+        let found = crate::client_files::read_path(path, &self.rights, files::MAX_FILE);
+        self.take(path, found)
+    }
+
+    /// A read's outcome as a value, or None; a file that exists but could not be read
+    /// is recorded as the error (absent ones are not).
+    fn take(&mut self, path: &Path, found: std::io::Result<Vec<u8>>) -> Option<Vec<u8>> {
+        use std::io::ErrorKind::*;
+        match found {
             Ok(buf) => Some(buf),
+            Err(e) if matches!(e.kind(), NotFound | NotADirectory | IsADirectory) => None,
+            Err(e) if e.kind() == PermissionDenied => {
+                self.error = Some(e.to_string());
+                None
+            }
             Err(e) => {
-                use std::io::ErrorKind::*;
-                let absent = matches!(e.kind(), NotFound | NotADirectory | IsADirectory)
-                    || e.raw_os_error() == Some(libc::EISDIR);
-                if !absent {
-                    self.error = Some(format!("{}: {e}", path.display()));
-                }
+                let text = e.to_string();
+                self.error = Some(if text.contains(&*path.to_string_lossy()) {
+                    text
+                } else {
+                    format!("{}: {text}", path.display())
+                });
                 None
             }
         }
@@ -239,21 +248,66 @@ impl Reading {
             .map(|(p, b)| (p, files::text(b)))
     }
 
-    /// As [`Reading::read_upward`], the bytes as they are.
+    /// As [`Reading::read_upward`], the bytes as they are: the directory is walked to
+    /// once, and each level above it looked into through the same descriptors.
     pub fn read_upward_bytes(
         &mut self,
         start: &Path,
         names: &[&str],
     ) -> Option<(PathBuf, Vec<u8>)> {
-        for d in start.ancestors() {
+        let mut w = match crate::client_files::Walk::to(start, &self.rights) {
+            Ok(w) => w,
+            Err(e) => {
+                for d in start.ancestors() {
+                    for name in names {
+                        self.watched.push(d.join(name));
+                    }
+                }
+                self.take(start, Err(e));
+                return None;
+            }
+        };
+        loop {
+            let dir = w.path();
             for name in names {
-                let candidate = d.join(name);
-                if let Some(bytes) = self.read_bytes(&candidate) {
+                let candidate = dir.join(name);
+                self.watched.push(candidate.clone());
+                let found = w.read(Path::new(name), files::MAX_FILE);
+                if let Some(bytes) = self.take(&candidate, found) {
                     return Some((candidate, bytes));
                 }
             }
+            if w.depth() == 0 {
+                return None;
+            }
+            w = w.parent();
         }
-        None
+    }
+
+    /// Whether `path` exists (links followed, with the reading's rights; watched).
+    pub fn exists(&mut self, path: &Path) -> bool {
+        self.watched.push(path.to_path_buf());
+        crate::client_files::Walk::root(&self.rights)
+            .and_then(|w| w.exists(path))
+            .unwrap_or(false)
+    }
+
+    /// Whether `path` is a directory (links followed, with the reading's rights).
+    pub fn is_dir(&self, path: &Path) -> bool {
+        crate::client_files::Walk::to(path, &self.rights).is_ok()
+    }
+
+    /// The names in directory `path` (at most 4,096), with the reading's rights.
+    pub fn list(&mut self, path: &Path) -> Vec<String> {
+        self.watched.push(path.to_path_buf());
+        crate::client_files::Walk::to(path, &self.rights)
+            .and_then(|w| w.list(Path::new("."), 4096))
+            .map(|v| {
+                v.into_iter()
+                    .map(|(n, _)| n.to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The value of `field`, if set.
@@ -337,8 +391,31 @@ pub fn env_for<'a>(keys: impl IntoIterator<Item = &'a str>) -> Vec<&'static str>
 }
 
 /// Where a provider's answer for this context is cached: the directory (path-scoped
-/// providers) and each variable it reads that is set, NUL-separated.
+/// providers) and each variable it reads that is set, NUL-separated; a long one as its
+/// SHA-256 (a client sending kilobytes of variables costs the cache 65 bytes per key,
+/// not kilobytes: findings M6).
 pub fn scope_id(
+    p: &Provider,
+    path: Option<&str>,
+    env: &Env,
+    client: Option<&Client>,
+    on_behalf: Option<u32>,
+) -> String {
+    let s = scope_text(p, path, env, client, on_behalf);
+    if s.len() <= 256 {
+        return s;
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(s.as_bytes());
+    let mut out = String::with_capacity(65);
+    out.push('#');
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+fn scope_text(
     p: &Provider,
     path: Option<&str>,
     env: &Env,
@@ -416,6 +493,6 @@ pub fn read_now(p: &Provider, path: Option<&Path>, env: &Env, client: Option<&Cl
         path,
         env,
         client,
-        on_behalf: None,
+        rights: &Rights::Own,
     })
 }

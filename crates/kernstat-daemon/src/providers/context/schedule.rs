@@ -6,8 +6,12 @@
 //! run off the server's threads and results go into the cache and wake watchers — only
 //! when the answer changed.
 //!
-//! One inotify watcher serves every context: a directory is watched once however many
-//! contexts look into it (inotify instances are few: 128 per user by default).
+//! One inotify watcher per user served: a directory is watched once however many of
+//! that user's contexts look into it (inotify instances are few: 128 per user by
+//! default). Watches are added and removed on blocking threads in the user's job slots
+//! (an `inotify_add_watch` on a hung FUSE mount hangs; it must stall only that user's
+//! watcher), reads run as jobs too, a request waits for its read a bounded time, and a
+//! user keeps at most `MAX_PER_USER` contexts (the least recently asked go first).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +23,13 @@ use tokio::sync::mpsc;
 
 use super::{values, Client, Ctx, Env, Provider, Reading};
 use crate::cache::Entry;
+use crate::client_files::Rights;
 use crate::server::{Daemon, Event};
+
+/// Contexts one user keeps at once.
+pub const MAX_PER_USER: usize = 64;
+/// How long a request waits for its context to be read.
+const READ_WAIT: Duration = Duration::from_secs(2);
 
 /// Re-read a context this often even without file events (a change inotify cannot see:
 /// a file on NFS, a watch limit reached).
@@ -33,7 +43,9 @@ struct Scope {
     path: Option<PathBuf>,
     env: Env,
     client: Option<Client>,
-    on_behalf: Option<u32>,
+    rights: Rights,
+    /// Whose slots and watcher it uses.
+    uid: u32,
     /// Files the last reading looked at, and the directories watched for them.
     watched: Vec<PathBuf>,
     dirs: Vec<PathBuf>,
@@ -44,7 +56,8 @@ struct Scope {
     failures: u32,
     next_read: Instant,
     last_asked: Instant,
-    busy: bool,
+    /// A read in flight, and who waits for it.
+    reading: Option<Arc<tokio::sync::Notify>>,
     /// A file it read changed and it was not read since: a request reads it first (a
     /// prompt drawn right after `kubectl config use-context` must show the new one).
     dirty: bool,
@@ -58,10 +71,11 @@ struct Watches {
 
 /// The contexts the daemon keeps, and their schedule.
 pub struct Contexts {
-    /// Shared with the inotify callback, which marks contexts dirty the moment an
+    /// Shared with the inotify callbacks, which mark contexts dirty the moment an
     /// event arrives (not after the background loop's coalescing pause).
     scopes: Arc<Mutex<HashMap<ScopeKey, Scope>>>,
-    watches: Mutex<Watches>,
+    /// Each user's watcher (locked only on blocking threads).
+    watches: Mutex<HashMap<u32, Arc<Mutex<Watches>>>>,
     changed: mpsc::UnboundedSender<PathBuf>,
     changes: Mutex<Option<mpsc::UnboundedReceiver<PathBuf>>>,
 }
@@ -71,7 +85,7 @@ impl Default for Contexts {
         let (changed, changes) = mpsc::unbounded_channel();
         Contexts {
             scopes: Arc::new(Mutex::new(HashMap::new())),
-            watches: Mutex::new(Watches::default()),
+            watches: Mutex::new(HashMap::new()),
             changed,
             changes: Mutex::new(Some(changes)),
         }
@@ -164,9 +178,30 @@ impl Contexts {
         self.len() == 0
     }
 
-    /// Directories watched now.
+    /// Directories watched now (by every user's watcher; a watcher busy adding one is
+    /// not waited for).
     pub fn watched_dirs(&self) -> usize {
-        self.watches.lock().map(|w| w.dirs.len()).unwrap_or(0)
+        let all: Vec<Arc<Mutex<Watches>>> = self
+            .watches
+            .lock()
+            .map(|g| g.values().cloned().collect())
+            .unwrap_or_default();
+        all.iter()
+            .map(|w| w.try_lock().map(|w| w.dirs.len()).unwrap_or(0))
+            .sum()
+    }
+
+    /// Contexts kept now for `uid`.
+    pub fn len_for(&self, uid: u32) -> usize {
+        self.scopes
+            .lock()
+            .map(|g| g.values().filter(|s| s.uid == uid).count())
+            .unwrap_or(0)
+    }
+
+    fn watches_of(&self, uid: u32) -> Arc<Mutex<Watches>> {
+        let mut g = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        g.entry(uid).or_default().clone()
     }
 
     /// The cached entry of `key` in this context, reading the provider first when the
@@ -181,7 +216,7 @@ impl Contexts {
         path: Option<&str>,
         env: &Env,
         client: Option<&Client>,
-        on_behalf: Option<u32>,
+        rights: &Rights,
     ) -> Option<Arc<Entry>> {
         let (known, dirty) = {
             let mut g = self.scopes.lock().ok()?;
@@ -196,7 +231,12 @@ impl Contexts {
         // A per-client answer (sudo's credentials) is read afresh every time: a file
         // of a few hundred bytes, and no window in which `sudo -k` has not been seen yet.
         if dirty || (known && p.per_client) {
-            self.refresh(d, (p.name, Arc::from(scope)), true).await;
+            if let Err(why) = self.refresh(d, (p.name, Arc::from(scope)), true).await {
+                return d
+                    .cache
+                    .get(key, Some(scope))
+                    .or(Some(Arc::new(Entry::failed(&why))));
+            }
         }
         if known {
             if let Some(e) = d.cache.get(key, Some(scope)) {
@@ -213,19 +253,47 @@ impl Contexts {
                 })
                 .unwrap_or(false);
             if unread {
-                self.refresh(d, (p.name, Arc::from(scope)), true).await;
+                if let Err(why) = self.refresh(d, (p.name, Arc::from(scope)), true).await {
+                    return Some(Arc::new(Entry::failed(&why)));
+                }
             }
             return d.cache.get(key, Some(scope));
         }
         let now = Instant::now();
         let key_of_scope: ScopeKey = (p.name, Arc::from(scope));
-        if let Ok(mut g) = self.scopes.lock() {
+        let uid = rights
+            .uid()
+            .unwrap_or_else(|| rustix::process::geteuid().as_raw());
+        let evicted = {
+            let Ok(mut g) = self.scopes.lock() else {
+                return None;
+            };
+            // Room for one more of this user's: its least recently asked goes.
+            let mut evicted = Vec::new();
+            loop {
+                let mine: Vec<(&ScopeKey, &Scope)> =
+                    g.iter().filter(|(_, s)| s.uid == uid).collect();
+                if mine.len() < MAX_PER_USER {
+                    break;
+                }
+                let Some(oldest) = mine
+                    .iter()
+                    .min_by_key(|(_, s)| s.last_asked)
+                    .map(|(k, _)| (*k).clone())
+                else {
+                    break;
+                };
+                if let Some(s) = g.remove(&oldest) {
+                    evicted.push((oldest, s));
+                }
+            }
             g.entry(key_of_scope.clone()).or_insert_with(|| Scope {
                 provider: p,
                 path: path.map(PathBuf::from),
                 env: env.clone(),
                 client: client.copied(),
-                on_behalf,
+                rights: rights.clone(),
+                uid,
                 watched: Vec::new(),
                 dirs: Vec::new(),
                 keys: Vec::new(),
@@ -233,62 +301,110 @@ impl Contexts {
                 failures: 0,
                 next_read: now,
                 last_asked: now,
-                busy: false,
+                reading: None,
                 dirty: false,
             });
+            evicted
+        };
+        for (k, s) in evicted {
+            self.drop_scope(d, &k, s);
         }
-        self.refresh(d, key_of_scope, true).await;
+        if let Err(why) = self.refresh(d, key_of_scope, true).await {
+            return Some(Arc::new(Entry::failed(&why)));
+        }
         d.cache.get(key, Some(scope))
     }
 
-    /// Reads the context again (off the async threads) and publishes what changed. A
-    /// read already under way is not repeated unless a client is waiting (`wait`).
-    async fn refresh(&self, d: &Arc<Daemon>, key: ScopeKey, wait: bool) {
-        let job = {
+    /// Reads the context again (a job in its user's slots) and publishes what
+    /// changed; one read at a time per context. With `wait`, waits for it (bounded):
+    /// Err says why there is no fresh answer.
+    async fn refresh(&self, d: &Arc<Daemon>, key: ScopeKey, wait: bool) -> Result<(), String> {
+        let notify = {
             let Ok(mut g) = self.scopes.lock() else {
-                return;
+                return Ok(());
             };
-            let Some(s) = g.get_mut(&key) else { return };
-            if s.busy && !wait {
-                return;
+            let Some(s) = g.get_mut(&key) else {
+                return Ok(());
+            };
+            match &s.reading {
+                Some(n) => n.clone(),
+                None => {
+                    let n = Arc::new(tokio::sync::Notify::new());
+                    s.reading = Some(n.clone());
+                    s.dirty = false;
+                    let (p, path, env, client, rights, uid) = (
+                        s.provider,
+                        s.path.clone(),
+                        s.env.clone(),
+                        s.client,
+                        s.rights.clone(),
+                        s.uid,
+                    );
+                    let (d2, key2, done) = (d.clone(), key.clone(), n.clone());
+                    tokio::spawn(async move {
+                        let out = d2
+                            .jobs
+                            .spawn(uid, move || {
+                                let reading = (p.read)(&Ctx {
+                                    path: path.as_deref(),
+                                    env: &env,
+                                    client: client.as_ref(),
+                                    rights: &rights,
+                                });
+                                let mut dirs = Vec::new();
+                                for w in &reading.watched {
+                                    dirs_for(w, &mut dirs);
+                                }
+                                dirs.sort();
+                                dirs.dedup();
+                                (reading, dirs)
+                            })
+                            .await
+                            .unwrap_or_else(|| {
+                                (
+                                    Reading {
+                                        error: Some("the provider panicked".into()),
+                                        ..Reading::default()
+                                    },
+                                    Vec::new(),
+                                )
+                            });
+                        d2.contexts.publish(&d2, &key2, out.0, out.1);
+                        done.notify_waiters();
+                    });
+                    n
+                }
             }
-            s.busy = true;
-            s.dirty = false;
-            (
-                s.provider,
-                s.path.clone(),
-                s.env.clone(),
-                s.client,
-                s.on_behalf,
-            )
         };
-        let (p, path, env, client, on_behalf) = job;
-        let reading = tokio::task::spawn_blocking(move || {
-            (p.read)(&Ctx {
-                path: path.as_deref(),
-                env: &env,
-                client: client.as_ref(),
-                on_behalf,
+        if !wait {
+            return Ok(());
+        }
+        let notified = notify.notified();
+        let pending = self
+            .scopes
+            .lock()
+            .map(|g| g.get(&key).is_some_and(|s| s.reading.is_some()))
+            .unwrap_or(false);
+        if !pending {
+            return Ok(());
+        }
+        tokio::time::timeout(READ_WAIT, notified)
+            .await
+            .map_err(|_| {
+                format!("reading took more than {READ_WAIT:?} (a slow or hung file system?)")
             })
-        })
-        .await
-        .unwrap_or_else(|_| Reading {
-            error: Some("the provider panicked".into()),
-            ..Reading::default()
-        });
-        self.publish(d, &key, reading);
     }
 
-    fn publish(&self, d: &Arc<Daemon>, key: &ScopeKey, reading: Reading) {
+    fn publish(&self, d: &Arc<Daemon>, key: &ScopeKey, reading: Reading, dirs: Vec<PathBuf>) {
         let now = Instant::now();
         let scope: &str = &key.1;
         let mut changed = false;
-        let (old_dirs, new_dirs) = {
+        let (old_dirs, new_dirs, uid) = {
             let Ok(mut g) = self.scopes.lock() else {
                 return;
             };
             let Some(s) = g.get_mut(key) else { return };
-            s.busy = false;
+            s.reading = None;
             let p = s.provider;
             if let Some(why) = &reading.error {
                 // Back off 2 s, 4 s ... up to a minute; every key says why.
@@ -325,41 +441,47 @@ impl Contexts {
                     changed = true;
                 }
             }
-            let mut dirs = Vec::new();
-            for w in &reading.watched {
-                dirs_for(w, &mut dirs);
-            }
-            dirs.sort();
-            dirs.dedup();
             s.watched = reading.watched;
-            (std::mem::replace(&mut s.dirs, dirs.clone()), dirs)
+            (std::mem::replace(&mut s.dirs, dirs.clone()), dirs, s.uid)
         };
         if old_dirs != new_dirs {
-            if let Ok(mut w) = self.watches.lock() {
-                for dir in &new_dirs {
-                    w.add(dir, &self.changed, &self.scopes);
-                }
-                for dir in &old_dirs {
-                    w.remove(dir);
-                }
-            }
+            self.rewatch(d, uid, new_dirs, old_dirs);
         }
         if changed {
             d.notify(Event::Path(key.1.clone()));
         }
     }
 
-    fn forget(&self, d: &Daemon, key: &ScopeKey) {
+    /// Adds watches on `add` and removes those on `remove` in `uid`'s watcher, on a
+    /// blocking thread in that user's slots (nobody waits for it).
+    fn rewatch(&self, d: &Arc<Daemon>, uid: u32, add: Vec<PathBuf>, remove: Vec<PathBuf>) {
+        let watches = self.watches_of(uid);
+        let (tx, scopes) = (self.changed.clone(), self.scopes.clone());
+        let job = d.jobs.spawn(uid, move || {
+            let mut w = watches.lock().unwrap_or_else(|e| e.into_inner());
+            for dir in &add {
+                w.add(dir, &tx, &scopes);
+            }
+            for dir in &remove {
+                w.remove(dir);
+            }
+        });
+        tokio::spawn(job);
+    }
+
+    fn forget(&self, d: &Arc<Daemon>, key: &ScopeKey) {
         let Some(s) = self.scopes.lock().ok().and_then(|mut g| g.remove(key)) else {
             return;
         };
+        self.drop_scope(d, key, s);
+    }
+
+    fn drop_scope(&self, d: &Arc<Daemon>, key: &ScopeKey, s: Scope) {
         for k in &s.keys {
             d.cache.remove(k, Some(&key.1));
         }
-        if let Ok(mut w) = self.watches.lock() {
-            for dir in &s.dirs {
-                w.remove(dir);
-            }
+        if !s.dirs.is_empty() {
+            self.rewatch(d, s.uid, Vec::new(), s.dirs);
         }
     }
 
@@ -388,7 +510,7 @@ impl Contexts {
                             .collect()
                     }).unwrap_or_default();
                     for k in due {
-                        d.contexts.refresh(&d, k, false).await;
+                        let _ = d.contexts.refresh(&d, k, false).await;
                     }
                 }
                 _ = tick.tick() => {
@@ -421,11 +543,15 @@ impl Contexts {
                 .collect();
             (idle, due)
         };
+        let forgot = !idle.is_empty();
         for k in idle {
             self.forget(d, &k);
         }
+        if forgot {
+            crate::memory::trim();
+        }
         for k in due {
-            self.refresh(d, k, false).await;
+            let _ = self.refresh(d, k, false).await;
         }
     }
 }

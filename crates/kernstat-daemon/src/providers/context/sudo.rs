@@ -118,7 +118,13 @@ fn timeout() -> Duration {
         files.extend(v);
     }
     for f in files {
-        let Some(text) = super::files::read_text(&f) else {
+        let Some(text) = crate::client_files::read_path(
+            &f,
+            &crate::client_files::Rights::Own,
+            super::files::MAX_FILE,
+        )
+        .ok()
+        .map(super::files::text) else {
             continue;
         };
         for line in text.lines() {
@@ -327,7 +333,7 @@ mod tests {
             path: None,
             env: &super::super::Env::Process,
             client: Some(&client),
-            on_behalf: None,
+            rights: &crate::client_files::Rights::Own,
         };
         let r = read_in(dirs, &ctx);
         r.fields

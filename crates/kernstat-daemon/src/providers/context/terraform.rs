@@ -32,7 +32,8 @@ fn read(ctx: &Ctx) -> Reading {
         .var("TF_DATA_DIR")
         .unwrap_or_else(|| ".terraform".into());
     // One stat per directory on the way up, as terraform's own check is.
-    let is_dir = |d: &std::path::Path| std::fs::metadata(d).is_ok_and(|m| m.is_dir());
+    let rights = r.rights.clone();
+    let is_dir = |d: &std::path::Path| crate::client_files::Walk::to(d, &rights).is_ok();
     let found = if PathBuf::from(&data).is_absolute() {
         let d = PathBuf::from(&data);
         r.watched.push(d.clone());

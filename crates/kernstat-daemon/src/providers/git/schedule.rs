@@ -1,26 +1,71 @@
-//! When git keys are computed: on first request, on inotify events from the repository
-//! (coalesced), on a poll timer as a fallback; forgotten when nobody asked for a while;
-//! backed off when they fail. The slow counts (ahead/behind, status) are kept fresh only
-//! for paths whose counts someone asked for, and rate-limited by their own cost.
+//! When git keys are computed: on first request; again when a request finds the
+//! repository changed since (HEAD, index, the branch's ref, packed-refs and the stash
+//! log, compared by `stat`: a prompt drawn right after `git checkout` shows the new
+//! branch); on inotify events from the repository (a user daemon: `watch` streams and
+//! the shared-memory snapshot follow changes nobody asked about yet); on a poll timer
+//! as a fallback; forgotten when nobody asked for a while; backed off when they fail.
+//! The slow counts (ahead/behind, status) are kept fresh only for paths whose counts
+//! someone asked for, and rate-limited by their own cost.
 //!
-//! Everything runs off the server's async threads (`spawn_blocking`); results go into
-//! the daemon's cache and wake its watchers.
+//! Each path is read by one job at a time, in its user's slots (`jobs.rs`), so a path on
+//! a hung file system delays only the requests for that path. A user keeps at most
+//! `MAX_PATHS_PER_USER` paths (the least recently asked is forgotten first). A system
+//! daemon reading for another user (`Rights::Of`) keys its answers by that user, sets
+//! no inotify watches for them (the stamps keep requests current; inotify instances
+//! are the daemon's own to spend) and computes no counts (see `counts.rs`).
 
 use std::collections::HashMap;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 use super::{count_values, counts, read, values, GitCounts, GitInfo, COUNT_KEYS, GIT_KEYS};
+use crate::client_files::{Rights, Walk};
 use crate::server::{Daemon, Event};
 
+/// Paths one user's git keys are kept for at once.
+pub const MAX_PATHS_PER_USER: usize = 128;
+/// How long a request waits for its path's files to be read.
+const READ_WAIT: Duration = Duration::from_secs(2);
+/// How long a request for a count waits for gix.
+const COUNT_WAIT: Duration = Duration::from_secs(10);
+/// How long a request waits for the stamp check on a file system that may hang.
+const STAMP_WAIT: Duration = Duration::from_millis(500);
+
+/// What a stamp check needs, kept open: a repository's git and common directories
+/// (and the branch's ref), or, for a directory in no repository, the directory and
+/// each above it (where `git init` or a clone would make one appear); and whether they
+/// are on a file system that answers `stat` without a server (a local one: checked on
+/// the asking thread; a network or FUSE one: in a job, as it may hang).
+#[derive(Clone)]
+struct Stamping {
+    dirs: Dirs,
+    local: bool,
+}
+
+#[derive(Clone)]
+enum Dirs {
+    Repo {
+        git: Arc<OwnedFd>,
+        common: Arc<OwnedFd>,
+        branch_ref: Option<String>,
+    },
+    Outside(Arc<Vec<OwnedFd>>),
+}
+
 struct GitPath {
+    /// The directory asked about.
+    path: String,
+    rights: Rights,
+    uid: u32,
     _watcher: Option<notify::RecommendedWatcher>,
     failures: u32,
     retry_at: Instant,
+    last_asked: Instant,
     /// Someone asked for a count key: only then are the counts kept fresh (they cost
     /// CPU, and gix's code and buffers resident memory).
     wants_counts: bool,
@@ -29,17 +74,31 @@ struct GitPath {
     /// Not before then: a count that took T waits 50 T before the next, so that a
     /// huge repository costs at most ~2 % of a core however often it changes.
     counts_next: Instant,
+    /// A read in flight, and who waits for it.
+    reading: Option<Arc<Notify>>,
+    counting: Option<Arc<Notify>>,
+    /// The repository's state when last read.
+    stamping: Option<Stamping>,
+    stamp: Vec<u64>,
 }
 
 impl GitPath {
-    fn new(watcher: Option<notify::RecommendedWatcher>, now: Instant) -> Self {
+    fn new(path: &str, rights: &Rights, uid: u32, now: Instant) -> Self {
         GitPath {
-            _watcher: watcher,
+            path: path.to_string(),
+            rights: rights.clone(),
+            uid,
+            _watcher: None,
             failures: 0,
             retry_at: now,
+            last_asked: now,
             wants_counts: false,
             counts_busy: false,
             counts_next: now,
+            reading: None,
+            counting: None,
+            stamping: None,
+            stamp: Vec::new(),
         }
     }
 }
@@ -64,6 +123,15 @@ impl Counts {
     }
 }
 
+/// Where a path's keys are cached: the path itself for the daemon's own user (the
+/// shared-memory snapshot is looked up by it), the path and uid for another user.
+pub fn scope(path: &str, rights: &Rights) -> String {
+    match rights.uid() {
+        None => path.to_string(),
+        Some(uid) => format!("{path}\0uid={uid}"),
+    }
+}
+
 /// The paths the daemon keeps git keys for, and their schedule.
 pub struct GitPaths {
     paths: Mutex<HashMap<String, GitPath>>,
@@ -82,10 +150,22 @@ impl Default for GitPaths {
     }
 }
 
+/// Why a request got no fresh answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotRead(pub String);
+
+fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
 impl GitPaths {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, GitPath>> {
+        self.paths.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Paths kept now.
     pub fn len(&self) -> usize {
-        self.paths.lock().map(|g| g.len()).unwrap_or(0)
+        self.lock().len()
     }
 
     /// No path is kept.
@@ -93,93 +173,266 @@ impl GitPaths {
         self.len() == 0
     }
 
-    /// Recomputes the git keys of `path` (off the async threads), starts watching the
-    /// repository the first time, and wakes watchers; the counts follow as `counts` says.
-    pub async fn refresh(&self, d: &Arc<Daemon>, path: &str, counts: Counts) {
-        let p = PathBuf::from(path);
-        let result = tokio::task::spawn_blocking(move || read(&p)).await;
-        let now = Instant::now();
-        let mut count_now = None;
-        match result {
-            Ok(Ok(info)) => {
-                for (k, v) in values(&info) {
-                    d.cache.put(k, Some(path), v);
+    /// Paths kept now for `uid`.
+    pub fn len_for(&self, uid: u32) -> usize {
+        self.lock().values().filter(|p| p.uid == uid).count()
+    }
+
+    /// Makes sure the keys of `path` (as `rights` may read them) are as current as the
+    /// repository: read on first request or when its stamp moved, the counts too when
+    /// `counts` is Await. Waits a bounded time; Err says why the cache may lack them.
+    pub async fn ensure(
+        &self,
+        d: &Arc<Daemon>,
+        path: &str,
+        rights: &Rights,
+        counts: Counts,
+    ) -> Result<(), NotRead> {
+        let scope = scope(path, rights);
+        let uid = rights.uid().unwrap_or_else(euid);
+        let (known, stamping, old_stamp) = {
+            let mut g = self.lock();
+            match g.get_mut(&scope) {
+                Some(p) => {
+                    p.last_asked = Instant::now();
+                    (true, p.stamping.clone(), p.stamp.clone())
                 }
-                let mut g = self.paths.lock().expect("git lock");
-                let entry = g
-                    .entry(path.to_string())
-                    .or_insert_with(|| GitPath::new(self.watch_repo(path, &info), now));
-                entry.failures = 0;
-                entry.retry_at = now;
-                if counts == Counts::Await {
-                    entry.wants_counts = true;
-                }
-                let due =
-                    counts == Counts::Await || (entry.wants_counts && entry.counts_next <= now);
-                if due && !entry.counts_busy {
-                    entry.counts_busy = true;
-                    count_now = Some(info);
+                None => {
+                    self.make_room(d, &mut g, uid);
+                    g.insert(
+                        scope.clone(),
+                        GitPath::new(path, rights, uid, Instant::now()),
+                    );
+                    (false, None, Vec::new())
                 }
             }
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-                // Not a repository: every key is null (a prompt asks again and again).
-                for (k, _) in GIT_KEYS {
-                    d.cache.put(k, Some(path), b"null".to_vec());
+        };
+        let moved = match (known, stamping) {
+            (false, _) => true,
+            (true, None) => d.cache.get("git.branch", Some(&scope)).is_none(),
+            (true, Some(s)) => {
+                let now = if s.local {
+                    Some(stamp_of(&s))
+                } else {
+                    let s2 = s.clone();
+                    d.jobs
+                        .run(uid, STAMP_WAIT, move || stamp_of(&s2))
+                        .await
+                        .ok()
+                };
+                now.is_some_and(|n| n != old_stamp)
+            }
+        };
+        if moved {
+            self.refresh(d, &scope, Some(READ_WAIT)).await?;
+        }
+        if counts == Counts::Await && rights.uid().is_none() {
+            self.count(d, &scope, true).await?;
+        }
+        Ok(())
+    }
+
+    /// Forgets `uid`'s least recently asked paths until it has room for one more.
+    fn make_room(&self, d: &Daemon, g: &mut HashMap<String, GitPath>, uid: u32) {
+        loop {
+            let mine: Vec<(&String, &GitPath)> = g.iter().filter(|(_, p)| p.uid == uid).collect();
+            if mine.len() < MAX_PATHS_PER_USER {
+                return;
+            }
+            let Some(oldest) = mine
+                .iter()
+                .min_by_key(|(_, p)| p.last_asked)
+                .map(|(k, _)| (*k).clone())
+            else {
+                return;
+            };
+            g.remove(&oldest);
+            d.cache.forget_path(&oldest);
+        }
+    }
+
+    /// Reads the files of `scope`'s path again (one job at a time per path), starts
+    /// watching the repository the first time (the daemon's own user only), and wakes
+    /// watchers; the counts follow in the background when they are wanted and due.
+    /// With `wait`, waits for the read that much at most.
+    async fn refresh(
+        &self,
+        d: &Arc<Daemon>,
+        scope: &str,
+        wait: Option<Duration>,
+    ) -> Result<(), NotRead> {
+        let notify = {
+            let mut g = self.lock();
+            let Some(p) = g.get_mut(scope) else {
+                return Ok(());
+            };
+            match &p.reading {
+                Some(n) => n.clone(),
+                None => {
+                    let n = Arc::new(Notify::new());
+                    p.reading = Some(n.clone());
+                    let job = ReadJob {
+                        path: PathBuf::from(&p.path),
+                        rights: p.rights.clone(),
+                        watch: (p.rights.uid().is_none() && p._watcher.is_none())
+                            .then(|| (self.changed.clone(), scope.to_string())),
+                    };
+                    let (d2, scope2, uid) = (d.clone(), scope.to_string(), p.uid);
+                    let done = n.clone();
+                    tokio::spawn(async move {
+                        let out = d2.jobs.spawn(uid, move || job.run()).await;
+                        d2.git.finish_read(&d2, &scope2, out);
+                        done.notify_waiters();
+                    });
+                    n
                 }
-                self.paths
-                    .lock()
-                    .expect("git lock")
-                    .entry(path.to_string())
-                    .or_insert_with(|| GitPath::new(None, now));
+            }
+        };
+        let Some(wait) = wait else { return Ok(()) };
+        let notified = notify.notified();
+        // The read may have finished between the lock and here.
+        if self.lock().get(scope).is_some_and(|p| p.reading.is_none()) {
+            return Ok(());
+        }
+        match tokio::time::timeout(wait, notified).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(NotRead(format!(
+                "reading the repository took more than {wait:?} (a slow or hung file system?)"
+            ))),
+        }
+    }
+
+    fn finish_read(&self, d: &Arc<Daemon>, scope: &str, out: Option<ReadOut>) {
+        let now = Instant::now();
+        let mut count_now = false;
+        {
+            let mut g = self.lock();
+            let Some(p) = g.get_mut(scope) else { return };
+            p.reading = None;
+            match out.map(|o| (o.info, o.watcher, o.stamping)) {
+                Some((Ok(info), watcher, stamping)) => {
+                    for (k, v) in values(&info) {
+                        d.cache.put(k, Some(scope), v);
+                    }
+                    if watcher.is_some() {
+                        p._watcher = watcher;
+                    }
+                    p.stamp = stamping.as_ref().map(stamp_of).unwrap_or_default();
+                    p.stamping = stamping;
+                    p.failures = 0;
+                    p.retry_at = now;
+                    count_now = p.wants_counts && p.counts_next <= now && !p.counts_busy;
+                }
+                Some((Err(e), _, stamping)) if e.kind() == std::io::ErrorKind::NotFound => {
+                    // Not a repository: every key is null (a prompt asks again and again).
+                    for (k, _) in GIT_KEYS {
+                        d.cache.put(k, Some(scope), b"null".to_vec());
+                    }
+                    p.stamping = stamping;
+                    p.stamp = Vec::new();
+                }
+                Some((Err(e), _, _)) => {
+                    // Failing: back off 2 s, 4 s ... up to a minute; every key says why.
+                    for (k, _) in GIT_KEYS {
+                        d.cache.put_failed(k, Some(scope), &e.to_string());
+                    }
+                    p.failures += 1;
+                    p.retry_at = now + Duration::from_secs(1u64 << p.failures.min(6));
+                }
+                None => {
+                    p.failures += 1;
+                    p.retry_at = now + Duration::from_secs(1u64 << p.failures.min(6));
+                }
+            }
+        }
+        d.notify(Event::Path(scope.into()));
+        if count_now {
+            let (d2, scope2) = (d.clone(), scope.to_string());
+            tokio::spawn(async move {
+                let _ = d2.git.count(&d2, &scope2, false).await;
+            });
+        }
+    }
+
+    /// Computes the counts of `scope`'s path with gix (the daemon's own user only), one
+    /// computation at a time per path; with `wait`, waits for it (bounded).
+    async fn count(&self, d: &Arc<Daemon>, scope: &str, wait: bool) -> Result<(), NotRead> {
+        let notify = {
+            let mut g = self.lock();
+            let Some(p) = g.get_mut(scope) else {
+                return Ok(());
+            };
+            if wait {
+                p.wants_counts = true;
+            }
+            if p.rights.uid().is_some() {
+                return Ok(());
+            }
+            match &p.counting {
+                Some(n) => n.clone(),
+                None => {
+                    let n = Arc::new(Notify::new());
+                    p.counting = Some(n.clone());
+                    p.counts_busy = true;
+                    let (d2, scope2, uid, done) = (d.clone(), scope.to_string(), p.uid, n.clone());
+                    let dir = PathBuf::from(&p.path);
+                    tokio::spawn(async move {
+                        let t0 = Instant::now();
+                        let out = d2
+                            .jobs
+                            .spawn(uid, move || {
+                                let info = read(&dir, &Rights::Own).map_err(|e| e.to_string())?;
+                                counts(&info)
+                            })
+                            .await;
+                        d2.git.finish_count(&d2, &scope2, out, t0.elapsed());
+                        done.notify_waiters();
+                    });
+                    n
+                }
+            }
+        };
+        if !wait {
+            return Ok(());
+        }
+        let notified = notify.notified();
+        if self.lock().get(scope).is_some_and(|p| p.counting.is_none()) {
+            return Ok(());
+        }
+        match tokio::time::timeout(COUNT_WAIT, notified).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(NotRead(format!(
+                "counting changes took more than {COUNT_WAIT:?}"
+            ))),
+        }
+    }
+
+    fn finish_count(
+        &self,
+        d: &Arc<Daemon>,
+        scope: &str,
+        out: Option<Result<GitCounts, String>>,
+        took: Duration,
+    ) {
+        match out {
+            Some(Ok(c)) => {
+                for (k, v) in count_values(&c) {
+                    d.cache.put(k, Some(scope), v);
+                }
             }
             _ => {
-                // Failing: back off 2 s, 4 s ... up to a minute.
-                let mut g = self.paths.lock().expect("git lock");
-                let e = g
-                    .entry(path.to_string())
-                    .or_insert_with(|| GitPath::new(None, now));
-                e.failures += 1;
-                e.retry_at = now + Duration::from_secs(1u64 << e.failures.min(6));
-            }
-        }
-        d.notify(Event::Path(path.into()));
-        if let Some(info) = count_now {
-            match counts {
-                Counts::Await => refresh_counts(d.clone(), path.to_string(), info).await,
-                Counts::Spawn => {
-                    tokio::spawn(refresh_counts(d.clone(), path.to_string(), info));
+                // The file-only keys stand; the counts say they are unknown.
+                for k in COUNT_KEYS {
+                    d.cache.put(k, Some(scope), b"null".to_vec());
                 }
             }
         }
-    }
-
-    fn counts_done(&self, path: &str, took: Duration) {
-        if let Some(e) = self.paths.lock().expect("git lock").get_mut(path) {
-            e.counts_busy = false;
-            e.counts_next = Instant::now() + took * 50;
+        if let Some(p) = self.lock().get_mut(scope) {
+            p.counting = None;
+            p.counts_busy = false;
+            p.counts_next = Instant::now() + took * 50;
         }
-    }
-
-    fn watch_repo(&self, path: &str, info: &GitInfo) -> Option<notify::RecommendedWatcher> {
-        let tx = self.changed.clone();
-        let key = path.to_string();
-        let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if res.is_ok() {
-                let _ = tx.send(key.clone());
-            }
-        })
-        .ok()?;
-        w.watch(&info.git_dir, RecursiveMode::NonRecursive).ok()?;
-        for sub in ["refs", "logs"] {
-            let dir = info.common_dir.join(sub);
-            if dir.exists() {
-                let _ = w.watch(&dir, RecursiveMode::Recursive);
-            }
-        }
-        if info.common_dir != info.git_dir {
-            let _ = w.watch(&info.common_dir, RecursiveMode::NonRecursive);
-        }
-        Some(w)
+        d.notify(Event::Path(scope.into()));
     }
 
     /// Background work: inotify-triggered refreshes (coalesced), the poll timer,
@@ -191,17 +444,17 @@ impl GitPaths {
         let mut tick = tokio::time::interval(d.config().poll_every);
         loop {
             tokio::select! {
-                Some(path) = changes.recv() => {
+                Some(scope) = changes.recv() => {
                     // Coalesce a burst of events (git writes several files per operation).
                     tokio::time::sleep(Duration::from_millis(20)).await;
-                    let mut paths = vec![path];
+                    let mut scopes = vec![scope];
                     while let Ok(p) = changes.try_recv() {
-                        paths.push(p);
+                        scopes.push(p);
                     }
-                    paths.sort();
-                    paths.dedup();
-                    for p in paths {
-                        d.git.refresh(&d, &p, Counts::Spawn).await;
+                    scopes.sort();
+                    scopes.dedup();
+                    for s in scopes {
+                        let _ = d.git.refresh(&d, &s, None).await;
                     }
                 }
                 _ = tick.tick() => d.git.poll(&d).await,
@@ -211,48 +464,186 @@ impl GitPaths {
 
     async fn poll(&self, d: &Arc<Daemon>) {
         let now = Instant::now();
-        let paths: Vec<(String, bool)> = self
-            .paths
-            .lock()
-            .map(|g| {
-                g.iter()
-                    .map(|(p, e)| (p.clone(), e.retry_at <= now))
-                    .collect()
-            })
-            .unwrap_or_default();
-        for (p, due) in paths {
-            let idle = d.cache.idle_ms("git.branch", Some(&p)).unwrap_or(u64::MAX);
-            if idle >= d.config().idle_after.as_millis() as u64 {
-                if let Ok(mut g) = self.paths.lock() {
-                    g.remove(&p);
-                }
-                d.cache.forget_path(&p);
-            } else if due {
-                self.refresh(d, &p, Counts::Spawn).await;
+        let idle_after = d.config().idle_after;
+        let (idle, due): (Vec<String>, Vec<String>) = {
+            let g = self.lock();
+            let idle = g
+                .iter()
+                .filter(|(_, p)| now.duration_since(p.last_asked) >= idle_after)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let due = g
+                .iter()
+                .filter(|(_, p)| now.duration_since(p.last_asked) < idle_after && p.retry_at <= now)
+                .map(|(k, _)| k.clone())
+                .collect();
+            (idle, due)
+        };
+        if !idle.is_empty() {
+            let mut g = self.lock();
+            for s in &idle {
+                g.remove(s);
+                d.cache.forget_path(s);
             }
+            drop(g);
+            crate::memory::trim();
+        }
+        for s in due {
+            let _ = self.refresh(d, &s, None).await;
         }
     }
 }
 
-/// Computes ahead/behind and the status counts with gix, off the async threads.
-async fn refresh_counts(d: Arc<Daemon>, path: String, info: GitInfo) {
-    let t0 = Instant::now();
-    let result: Result<Result<GitCounts, String>, _> =
-        tokio::task::spawn_blocking(move || counts(&info)).await;
-    let took = t0.elapsed();
-    match result {
-        Ok(Ok(c)) => {
-            for (k, v) in count_values(&c) {
-                d.cache.put(k, Some(&path), v);
+/// One read of a path's files, on a blocking thread.
+struct ReadJob {
+    path: PathBuf,
+    rights: Rights,
+    /// Start watching the repository (the daemon's own user, not yet watched): where
+    /// events go, and under which scope.
+    watch: Option<(mpsc::UnboundedSender<String>, String)>,
+}
+
+struct ReadOut {
+    info: std::io::Result<GitInfo>,
+    watcher: Option<notify::RecommendedWatcher>,
+    stamping: Option<Stamping>,
+}
+
+impl ReadJob {
+    fn run(self) -> ReadOut {
+        let info = read(&self.path, &self.rights);
+        let branch_ref = info
+            .as_ref()
+            .ok()
+            .and_then(|i| i.branch.as_ref().map(|b| format!("refs/heads/{b}")));
+        let stamping = stamping(&self.path, &self.rights, branch_ref);
+        let watcher = match (&info, self.watch) {
+            (Ok(i), Some((tx, scope))) => watch_repo(i, tx, scope),
+            _ => None,
+        };
+        ReadOut {
+            info,
+            watcher,
+            stamping,
+        }
+    }
+}
+
+/// The directories a stamp check looks into (None: not even the directory asked
+/// about could be reached).
+fn stamping(
+    path: &std::path::Path,
+    rights: &Rights,
+    branch_ref: Option<String>,
+) -> Option<Stamping> {
+    let dup = |w: &Walk| w.fd().try_clone_to_owned().ok();
+    match super::files::dirs(path, rights) {
+        Ok((git, common)) => Some(Stamping {
+            local: is_local(&git),
+            dirs: Dirs::Repo {
+                git: Arc::new(dup(&git)?),
+                common: Arc::new(dup(&common)?),
+                branch_ref,
+            },
+        }),
+        Err(_) => {
+            let mut w = Walk::to(path, rights).ok()?;
+            let local = is_local(&w);
+            let mut levels = Vec::with_capacity(w.depth() + 1);
+            loop {
+                levels.push(dup(&w)?);
+                if w.depth() == 0 {
+                    break;
+                }
+                w = w.parent();
+            }
+            Some(Stamping {
+                local,
+                dirs: Dirs::Outside(Arc::new(levels)),
+            })
+        }
+    }
+}
+
+/// Whether `stat` on this directory's file system answers without a server that could
+/// hang (network and FUSE file systems are checked in a job instead).
+fn is_local(w: &Walk) -> bool {
+    const NFS: i64 = 0x6969;
+    const SMB: i64 = 0x517b;
+    const CIFS: i64 = 0xff53_4d42;
+    const SMB2: i64 = 0xfe53_4d42;
+    const FUSE: i64 = 0x6573_5546;
+    const CEPH: i64 = 0x00c3_6400;
+    const AFS: i64 = 0x5346_414f;
+    const NINEP: i64 = 0x0102_1997;
+    // f_type's width differs between architectures.
+    #[allow(clippy::unnecessary_cast)]
+    match rustix::fs::fstatfs(w.fd()) {
+        Ok(s) => ![NFS, SMB, CIFS, SMB2, FUSE, CEPH, AFS, NINEP].contains(&(s.f_type as i64)),
+        Err(_) => false,
+    }
+}
+
+// The stat fields' types differ between architectures.
+#[allow(clippy::unnecessary_cast)]
+fn stamp_of(s: &Stamping) -> Vec<u64> {
+    let mut out = Vec::with_capacity(24);
+    let mut one = |dir: &OwnedFd, rel: &str| match rustix::fs::statat(
+        dir.as_fd(),
+        rel,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    ) {
+        Ok(st) => out.extend([
+            st.st_ino,
+            st.st_size as u64,
+            (st.st_mtime as u64).wrapping_mul(1_000_000_000) + st.st_mtime_nsec as u64,
+            (st.st_ctime as u64).wrapping_mul(1_000_000_000) + st.st_ctime_nsec as u64,
+        ]),
+        Err(_) => out.extend([0, 0, 0, 0]),
+    };
+    match &s.dirs {
+        Dirs::Repo {
+            git,
+            common,
+            branch_ref,
+        } => {
+            one(git, "HEAD");
+            one(git, "index");
+            one(common, "packed-refs");
+            one(common, "logs/refs/stash");
+            if let Some(r) = branch_ref {
+                one(common, r);
             }
         }
-        _ => {
-            // The file-only keys stand; the counts say they are unknown.
-            for k in COUNT_KEYS {
-                d.cache.put(k, Some(&path), b"null".to_vec());
+        Dirs::Outside(levels) => {
+            for l in levels.iter() {
+                one(l, ".git");
             }
         }
     }
-    d.git.counts_done(&path, took);
-    d.notify(Event::Path(path.as_str().into()));
+    out
+}
+
+fn watch_repo(
+    info: &GitInfo,
+    tx: mpsc::UnboundedSender<String>,
+    scope: String,
+) -> Option<notify::RecommendedWatcher> {
+    let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if res.is_ok() {
+            let _ = tx.send(scope.clone());
+        }
+    })
+    .ok()?;
+    w.watch(&info.git_dir, RecursiveMode::NonRecursive).ok()?;
+    for sub in ["refs", "logs"] {
+        let dir = info.common_dir.join(sub);
+        if dir.is_dir() {
+            let _ = w.watch(&dir, RecursiveMode::Recursive);
+        }
+    }
+    if info.common_dir != info.git_dir {
+        let _ = w.watch(&info.common_dir, RecursiveMode::NonRecursive);
+    }
+    Some(w)
 }
