@@ -46,6 +46,7 @@ fuzz:
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-bpf --lib ps::tests
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --test server props
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --lib shm::tests::props
+	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --lib git::files::props
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --test http_props
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-render --test props
 	PROPTEST_CASES=$(FUZZ_CASES) cargo test --release -p kernstat-daemon --test context_props -- --skip every_provider

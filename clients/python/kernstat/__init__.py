@@ -23,7 +23,7 @@ import time
 __all__ = ["Session", "Snapshot", "Error", "default_socket", "get"]
 
 MAGIC = b"KSSNAP\0\x01"
-VERSION = 1
+VERSION = 2
 _HEADER = 64
 _SLOT = 64
 
@@ -141,18 +141,25 @@ def _start_time(pid):
 
 
 class Snapshot:
-    """The daemon's shared-memory snapshot (``snapshot`` beside its socket)."""
+    """The daemon's shared-memory snapshot (``snapshot`` beside its socket), layout
+    version 2 (docs/protocol.md): read only when it is this user's or root's, looked up
+    inside the layout seqlock, mapped again when it grows, opened again when closed."""
 
     def __init__(self, path=None):
         self.path = path or os.path.join(os.path.dirname(default_socket()), "snapshot")
         self._open()
 
     def _open(self):
-        with open(self.path, "rb") as f:
-            self.map = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            st = os.fstat(fd)
+            if st.st_uid not in (os.geteuid(), 0):
+                raise ValueError("%s belongs to uid %d, neither you nor root" % (self.path, st.st_uid))
+            self.map = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+        finally:
+            os.close(fd)
         if self.map[:8] != MAGIC or struct.unpack_from("=I", self.map, 8)[0] != VERSION:
             raise ValueError("%s is not a kernstat snapshot of version %d" % (self.path, VERSION))
-        self.count = struct.unpack_from("=I", self.map, 12)[0]
         pid, self.interval_ms = struct.unpack_from("=II", self.map, 24)
         start = struct.unpack_from("=Q", self.map, 32)[0]
         if _start_time(pid) != start:
@@ -165,19 +172,33 @@ class Snapshot:
     def raw(self, key, scope=None):
         """(JSON bytes, error flag, CLOCK_MONOTONIC ns when computed) of a stored key, or
         None; ``scope`` is a git path or a context's scope."""
-        if struct.unpack_from("=Q", self.map, 16)[0] != 0:
-            self._open()  # the daemon made a new file
         want = key.encode() if scope is None else key.encode() + b"\0" + scope.encode()
-        lo, hi = 0, self.count
-        while lo < hi:
-            mid = (lo + hi) // 2
-            k = self._key(mid)
-            if k < want:
-                lo = mid + 1
-            elif k > want:
-                hi = mid
-            else:
-                return self._read(mid)
+        for _ in range(10000):
+            if struct.unpack_from("=Q", self.map, 16)[0] != 0:
+                self._open()  # the daemon stopped; a new one may have made the file
+            layout = struct.unpack_from("=Q", self.map, 56)[0]
+            if layout & 1:
+                continue
+            length, = struct.unpack_from("=Q", self.map, 48)
+            if length > len(self.map):
+                self._open()  # it grew past this mapping
+                continue
+            count = struct.unpack_from("=I", self.map, 12)[0]
+            found = None
+            if _HEADER + count * _SLOT <= length:
+                lo, hi = 0, count
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    k = self._key(mid)
+                    if k < want:
+                        lo = mid + 1
+                    elif k > want:
+                        hi = mid
+                    else:
+                        found = self._read(mid)
+                        break
+            if struct.unpack_from("=Q", self.map, 56)[0] == layout:
+                return found
         return None
 
     def _read(self, i):

@@ -101,12 +101,26 @@ impl Reply {
 }
 
 /// A value as one line of text, as `kernstat get` prints it: strings bare, null empty,
-/// anything else as JSON.
+/// anything else as JSON; control characters (a newline, ESC, BEL, C1 codes) as spaces,
+/// so that a value from a hostile repository or a `put` cannot drive the terminal it is
+/// printed on (shared/security L1).
 pub fn value_text(v: &serde_json::Value) -> String {
-    match v {
+    let s = match v {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Null => String::new(),
         other => other.to_string(),
+    };
+    printable(s)
+}
+
+/// `s` with every control character replaced by a space.
+pub fn printable(s: String) -> String {
+    if s.chars().any(char::is_control) {
+        s.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    } else {
+        s
     }
 }
 

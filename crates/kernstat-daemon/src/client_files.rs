@@ -208,7 +208,13 @@ impl Walk {
                     return Ok(End::Missing(c));
                 }
                 Err(rustix::io::Errno::NOENT) => return Err(not_found(&self.path().join(&c))),
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    let e = io::Error::from(e);
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("{}: {e}", self.path().join(&c).display()),
+                    ));
+                }
             };
             match kind_of(&st) {
                 FileType::Symlink => {
@@ -237,7 +243,11 @@ impl Walk {
                         c.as_os_str(),
                         OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                         Mode::empty(),
-                    )?;
+                    )
+                    .map_err(|e| {
+                        let e = io::Error::from(e);
+                        io::Error::new(e.kind(), format!("{}: {e}", self.path().join(&c).display()))
+                    })?;
                     // The inode opened, not the one looked at: a swap in between is
                     // checked as what it is.
                     let st = rustix::fs::fstat(&fd)?;

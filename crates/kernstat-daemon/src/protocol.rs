@@ -160,19 +160,15 @@ pub fn write_value(out: &mut Vec<u8>, data: &[u8], age_ms: u64, stale: bool) {
 /// escapes decoded), anything else as its JSON, control characters as spaces, and a
 /// newline. Only a string is parsed; a number or an object is copied as it is.
 pub fn write_text(out: &mut Vec<u8>, data: &[u8]) {
-    let start = out.len();
-    match data.first() {
-        Some(b'"') => match serde_json::from_slice::<std::borrow::Cow<'_, str>>(data) {
-            Ok(s) => out.extend_from_slice(s.as_bytes()),
-            Err(_) => out.extend_from_slice(data),
+    let text = match data.first() {
+        Some(b'"') => match serde_json::from_slice::<String>(data) {
+            Ok(s) => s,
+            Err(_) => String::from_utf8_lossy(data).into_owned(),
         },
-        _ => out.extend_from_slice(data),
-    }
-    for b in &mut out[start..] {
-        if b.is_ascii_control() {
-            *b = b' ';
-        }
-    }
+        _ => String::from_utf8_lossy(data).into_owned(),
+    };
+    // C0, DEL and C1 controls as spaces (a value must not drive the terminal).
+    out.extend_from_slice(crate::client::printable(text).as_bytes());
     out.push(b'\n');
 }
 

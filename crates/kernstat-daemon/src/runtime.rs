@@ -100,17 +100,19 @@ fn distrust(meta: &std::fs::Metadata) -> Option<String> {
 }
 
 /// Makes `dir` ready to hold kernstat's state: creates it (mode 0700, or 0755 when
-/// `shared`) if missing; if it exists, accepts it only when it is a real directory
-/// owned by this user that others cannot write (a private one of ours that others can
-/// read is tightened to 0700). Never follows a symbolic link in the last component.
+/// `shared`, whatever the umask) if missing; if it exists, accepts it only when it is a
+/// real directory owned by this user that others cannot write, and changes nothing
+/// about it (it may be a directory the user named with `--socket`, such as /etc or
+/// /run: shared/security M1). Never follows a symbolic link in the last component.
 pub fn prepare(dir: &Path, shared: bool) -> Result<(), UnsafeDir> {
     let unsafe_dir = |why: String| UnsafeDir {
         path: dir.to_path_buf(),
         why,
     };
     let mode = if shared { 0o755 } else { 0o700 };
+    let mut created = false;
     match std::fs::DirBuilder::new().mode(mode).create(dir) {
-        Ok(()) => {}
+        Ok(()) => created = true,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             // A missing parent ($XDG_RUNTIME_DIR/kernstat's parent always exists; a
@@ -120,7 +122,7 @@ pub fn prepare(dir: &Path, shared: bool) -> Result<(), UnsafeDir> {
                     .map_err(|e| unsafe_dir(format!("cannot be created ({e})")))?;
             }
             match std::fs::DirBuilder::new().mode(mode).create(dir) {
-                Ok(()) => {}
+                Ok(()) => created = true,
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(unsafe_dir(format!("cannot be created ({e})"))),
             }
@@ -132,14 +134,12 @@ pub fn prepare(dir: &Path, shared: bool) -> Result<(), UnsafeDir> {
     if let Some(why) = distrust(&meta) {
         return Err(unsafe_dir(why));
     }
-    // Ours, and nobody else writes it: narrow a private one that others can read (a
-    // umask of 022 when it was made by something else) rather than refuse it. The
-    // system daemon's directory stays as it is (root may point a client's --socket
-    // there; its users must still reach the socket).
-    let system_dir = Path::new(SYSTEM_SOCKET).parent();
-    if !shared && meta.mode() & 0o077 != 0 && Some(dir) != system_dir {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| unsafe_dir(format!("cannot be made private ({e})")))?;
+    // One we made gets exactly its mode (the umask may have narrowed it: a system
+    // daemon's users must reach its socket). Every file kernstat keeps in a directory is
+    // private by its own mode, so one of ours that others can read is used as it is.
+    if created && meta.mode() & 0o777 != mode {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| unsafe_dir(format!("cannot be given mode {mode:o} ({e})")))?;
     }
     Ok(())
 }
@@ -263,17 +263,26 @@ mod tests {
         assert_eq!(check_existing(&d).unwrap_err().why, "is a symbolic link");
     }
 
+    /// An existing directory is never changed (it may be /etc, named with --socket);
+    /// one made here gets its mode whatever the umask.
     #[test]
-    fn tightens_a_readable_directory_of_ours() {
-        if euid() == 0 {
-            return; // root's directory is shared with the system daemon: left as is
-        }
+    fn changes_no_existing_directory() {
         let t = tempfile::tempdir().unwrap();
         let d = t.path().join("kernstat");
         std::fs::create_dir(&d).unwrap();
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
         prepare(&d, false).unwrap();
-        assert_eq!(std::fs::symlink_metadata(&d).unwrap().mode() & 0o777, 0o700);
+        assert_eq!(std::fs::symlink_metadata(&d).unwrap().mode() & 0o777, 0o755);
+        // SAFETY: umask only changes this process's mask; restored below.
+        let old = unsafe { libc::umask(0o077) };
+        let shared = t.path().join("shared");
+        prepare(&shared, true).unwrap();
+        // SAFETY: as above.
+        unsafe { libc::umask(old) };
+        assert_eq!(
+            std::fs::symlink_metadata(&shared).unwrap().mode() & 0o777,
+            0o755
+        );
     }
 
     #[test]

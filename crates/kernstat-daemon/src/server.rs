@@ -79,6 +79,11 @@ pub struct Config {
     pub poll_every: Duration,
     /// A watch stream that cannot be written for this long is dropped.
     pub watch_write_timeout: Duration,
+    /// Per-process keys are answered to root only (a system daemon where /proc hides
+    /// other users' processes: `hidepid`).
+    pub hide_processes: bool,
+    /// Most connections one user (other than root) may hold at once.
+    pub max_connections_per_user: usize,
 }
 
 impl Default for Config {
@@ -90,6 +95,8 @@ impl Default for Config {
             idle_after: Duration::from_secs(60),
             poll_every: Duration::from_secs(5),
             watch_write_timeout: Duration::from_secs(10),
+            hide_processes: false,
+            max_connections_per_user: 4096,
         }
     }
 }
@@ -323,6 +330,14 @@ impl Daemon {
 
     async fn value(self: &Arc<Self>, key: &str, ask: &Asking<'_>) -> Option<Arc<Entry>> {
         let path = ask.path;
+        if self.config.hide_processes
+            && ask.rights.uid().is_some()
+            && system::PER_PROCESS_KEYS.contains(&key)
+        {
+            return Some(Arc::new(Entry::failed(
+                "other users' processes are hidden on this machine (/proc is mounted with hidepid); ask as root",
+            )));
+        }
         let settings = self.settings();
         if let Some(script) = settings.script(key.split('.').next().unwrap_or(key)) {
             return self.scripts.get(self, script, key).await;
@@ -361,6 +376,13 @@ impl Daemon {
                     (None, Ok(())) => None,
                 }
             }
+            // A user's own value of a name first, then the one everybody sees.
+            _ if key.starts_with(crate::providers::puts::PREFIX) && ask.rights.uid().is_some() => {
+                let own = crate::providers::puts::scope(ask.rights.uid());
+                self.cache
+                    .get(key, own.as_deref())
+                    .or_else(|| self.cache.get(key, None))
+            }
             _ => match self.cache.get(key, None) {
                 Some(e) => Some(e),
                 None if !key.contains('.') => Box::pin(self.whole(key, ask)).await,
@@ -377,6 +399,7 @@ impl Daemon {
             return None;
         }
         let mut obj = serde_json::Map::new();
+        let mut failed: Option<Arc<Entry>> = None;
         for k in keys {
             let ask = Asking {
                 path: if k.starts_with("git.") {
@@ -387,6 +410,9 @@ impl Daemon {
                 ..*ask
             };
             if let Some(e) = Box::pin(self.value(k, &ask)).await {
+                if e.error.is_some() && k == "git.root" {
+                    failed = Some(e.clone());
+                }
                 if e.error.is_none() {
                     let v = serde_json::from_slice(&e.json).unwrap_or(serde_json::Value::Null);
                     obj.insert(k[prefix.len() + 1..].to_string(), v);
@@ -394,7 +420,8 @@ impl Daemon {
             }
         }
         if prefix == "git" && obj.get("root").is_none_or(|v| v.is_null()) {
-            return Some(Arc::new(Entry::made(b"null".to_vec())));
+            // Why the repository could not be read, rather than "no data".
+            return Some(failed.unwrap_or_else(|| Arc::new(Entry::made(b"null".to_vec()))));
         }
         let json = serde_json::to_vec(&obj).ok()?;
         Some(Arc::new(Entry::made(json)))
@@ -432,7 +459,17 @@ impl Daemon {
                 }
             }
             Request::List => {
-                let keys = serde_json::to_vec(&self.cache.keys()).unwrap_or_default();
+                // The names of values others put are theirs to know.
+                let mut keys: Vec<String> = self
+                    .cache
+                    .keys()
+                    .into_iter()
+                    .filter(|k| !k.starts_with(crate::providers::puts::PREFIX))
+                    .collect();
+                keys.extend(self.puts.names(rights.uid()));
+                keys.sort();
+                keys.dedup();
+                let keys = serde_json::to_vec(&keys).unwrap_or_default();
                 protocol::write_data(out, &keys);
             }
             Request::Status => protocol::write_data(out, &self.status_json()),
@@ -464,7 +501,10 @@ impl Daemon {
                 ttl_s,
             } => {
                 use crate::providers::puts::Refused;
-                match self.puts.put(&self.cache, key, &data.to_string(), ttl_s) {
+                match self
+                    .puts
+                    .put(&self.cache, rights.uid(), key, &data.to_string(), ttl_s)
+                {
                     Ok(()) => {
                         self.notify(Event::System);
                         protocol::write_data(out, b"true")
@@ -634,6 +674,7 @@ pub async fn serve(
     listener.set_nonblocking(true)?;
     let listener = UnixListener::from_std(listener)?;
     let permits = Arc::new(Semaphore::new(d.config.max_connections));
+    let per_user: Arc<Mutex<std::collections::HashMap<u32, usize>>> = Arc::default();
     tokio::pin!(shutdown);
     loop {
         let Some(stream) = crate::accept::next(|| listener.accept(), &mut shutdown).await else {
@@ -644,17 +685,49 @@ pub async fn serve(
             tokio::spawn(refuse(stream, "not allowed to use this daemon"));
             continue;
         }
+        // One user may not take every connection (root may).
+        let uid = peer.uid.unwrap_or(u32::MAX);
+        if uid != 0 {
+            let mut g = per_user.lock().unwrap_or_else(|e| e.into_inner());
+            let n = g.entry(uid).or_insert(0);
+            if *n >= d.config.max_connections_per_user {
+                drop(g);
+                let why = format!(
+                    "too many connections from uid {uid} (at most {} per user)",
+                    d.config.max_connections_per_user
+                );
+                tokio::spawn(async move { refuse(stream, &why).await });
+                continue;
+            }
+            *n += 1;
+        }
         match permits.clone().try_acquire_owned() {
             Ok(permit) => {
                 let d = d.clone();
+                let per_user = per_user.clone();
                 tokio::spawn(async move {
                     d.clients.fetch_add(1, Ordering::Relaxed);
                     let _ = connection(stream, &d, peer).await;
                     d.clients.fetch_sub(1, Ordering::Relaxed);
                     drop(permit);
+                    if uid != 0 {
+                        let mut g = per_user.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Some(n) = g.get_mut(&uid) {
+                            *n -= 1;
+                            if *n == 0 {
+                                g.remove(&uid);
+                            }
+                        }
+                    }
                 });
             }
             Err(_) => {
+                if uid != 0 {
+                    let mut g = per_user.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(n) = g.get_mut(&uid) {
+                        *n = n.saturating_sub(1);
+                    }
+                }
                 tokio::spawn(refuse(stream, "too many connections"));
             }
         }
@@ -837,8 +910,8 @@ pub fn bind(
 ) -> std::io::Result<std::os::unix::net::UnixListener> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     if let Some(dir) = path.parent() {
+        // Made with `dir_mode` when missing; an existing one is left as it is (M1).
         crate::runtime::prepare(dir, dir_mode & 0o077 != 0)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(dir_mode))?;
     }
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() {

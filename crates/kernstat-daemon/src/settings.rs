@@ -217,8 +217,39 @@ impl Settings {
 
     /// As [`Settings::load`], with the I/O error's kind when the file could not be read
     /// at all (None: it was read and is wrong).
+    ///
+    /// A config runs its scripts as the daemon's user, so, as ssh does with its files,
+    /// one that belongs to someone else (a root daemon started with another user's HOME:
+    /// shared/security L3) or that others may write is refused, kind `Other`.
     pub fn load_or_why(path: &Path) -> Result<Settings, (Option<std::io::ErrorKind>, String)> {
-        match std::fs::read_to_string(path) {
+        use std::io::Read;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let read = || -> std::io::Result<String> {
+            let mut f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                .open(path)?;
+            let meta = f.metadata()?;
+            let me = rustix::process::geteuid().as_raw();
+            if !meta.is_file() {
+                return Err(std::io::Error::other("is not a regular file"));
+            }
+            if meta.uid() != me && meta.uid() != 0 {
+                return Err(std::io::Error::other(format!(
+                    "belongs to uid {}, not to you (uid {me}): its scripts would run as you; refusing it",
+                    meta.uid()
+                )));
+            }
+            if meta.mode() & 0o022 != 0 {
+                return Err(std::io::Error::other(
+                    "is writable by others: anyone could add a script to it; refusing it (chmod go-w)",
+                ));
+            }
+            let mut text = String::new();
+            f.by_ref().take(1 << 20).read_to_string(&mut text)?;
+            Ok(text)
+        };
+        match read() {
             Ok(text) => {
                 Settings::parse(&text).map_err(|e| (None, format!("{}: {e}", path.display())))
             }

@@ -158,29 +158,31 @@ pub fn proc_count() -> usize {
 /// The `ks-workload` binary, (re)built by cargo once per test process so it is never stale.
 pub fn workload_bin() -> std::path::PathBuf {
     static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("current_exe");
-            // target/<profile>/deps/<test> -> target/<profile>/ks-workload
-            let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let mut cmd = Command::new(cargo);
-            cmd.args([
-                "build",
-                "-q",
-                "-p",
-                "kernstat-testkit",
-                "--bin",
-                "ks-workload",
-            ]);
-            if dir.file_name().map(|n| n == "release").unwrap_or(false) {
-                cmd.arg("--release");
-            }
-            let st = cmd.status().expect("run cargo build for ks-workload");
-            assert!(st.success(), "building ks-workload failed");
-            dir.join("ks-workload")
-        })
-        .clone()
+    BUILT.get_or_init(|| build_bin("ks-workload")).clone()
+}
+
+/// The `ks-hostile` binary (a hostile local user's moves, for the security tests), built
+/// as `workload_bin` is.
+pub fn hostile_bin() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| build_bin("ks-hostile")).clone()
+}
+
+fn build_bin(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test> -> target/<profile>/NAME
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "-q", "-p", "kernstat-testkit", "--bin", name]);
+    if dir.file_name().map(|n| n == "release").unwrap_or(false) {
+        cmd.arg("--release");
+    }
+    let st = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("run cargo build for {name}: {e}"));
+    assert!(st.success(), "building {name} failed");
+    dir.join(name)
 }
 
 /// A running workload that has printed "ready"; killed and reaped on drop.

@@ -440,6 +440,11 @@ pub struct DaemonArgs {
     /// Most clients served at once; more are refused with a reason.
     #[arg(long, default_value_t = 4096)]
     pub max_connections: usize,
+    /// Most clients one user (other than root) may hold at once; more are refused with
+    /// a reason. Default: 256 with --system (so that no user can take every
+    /// connection), --max-connections otherwise.
+    #[arg(long)]
+    pub max_connections_per_user: Option<usize>,
     /// Include kernel threads in the top lists.
     #[arg(long)]
     pub kthreads: bool,
@@ -490,8 +495,10 @@ pub enum Format {
     Text,
     /// One JSON object, key to value (null without one).
     Json,
-    /// KS_KEY='value' lines a shell can eval (KS_GIT_BRANCH, KS_LOAD_ONE).
+    /// KS_KEY='value' lines sh, bash and zsh can eval (KS_GIT_BRANCH, KS_LOAD_ONE).
     Shell,
+    /// `set -g KS_KEY 'value'` lines fish can eval.
+    Fish,
     /// key<TAB>value lines.
     Tsv,
     /// key,value lines (RFC 4180 quoting).

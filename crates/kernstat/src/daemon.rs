@@ -8,7 +8,7 @@
 //! stays where it was loaded); a signal thread turns SIGTERM/SIGINT/SIGHUP into a
 //! clean stop that removes the socket.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -44,10 +44,6 @@ fn raise_fd_limit() {
             libc::setrlimit(libc::RLIMIT_NOFILE, &r);
         }
     }
-}
-
-fn chown(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
-    std::os::unix::fs::chown(path, Some(uid), Some(gid))
 }
 
 /// Runs `kernstat daemon`; returns the exit status.
@@ -171,17 +167,44 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
     };
     let listener = kernstat_daemon::bind(&socket, mode, dir_mode)
         .with_context(|| format!("binding {}", socket.display()))?;
+    // The shared-memory snapshot beside the socket, made now (a system daemon: as root,
+    // so that the file stays root's and only this descriptor can write it once the
+    // daemon runs as --user): a user daemon's holds everything (0600, like its socket);
+    // a system daemon's only the machine's keys (0644: every local user may connect),
+    // without per-process keys where /proc hides other users' processes, and none at
+    // all when --allow narrows who may connect.
+    let snapshot = socket.with_file_name("snapshot");
+    let hidepid = args.system && kernstat_daemon::providers::system::proc_hides_pids();
+    let publish = match (args.system, args.allow.is_empty()) {
+        (false, _) => Some((0o600, true)),
+        (true, true) => Some((0o644, false)),
+        (true, false) => None,
+    };
+    let interval_ms = args.interval.as_millis().min(u128::from(u32::MAX)) as u32;
+    let snapshot_writer = match publish {
+        Some((mode, scoped)) => {
+            match kernstat_daemon::shm::Writer::create(&snapshot, mode, interval_ms) {
+                Ok(w) => Some((w, scoped)),
+                Err(e) => {
+                    eprintln!(
+                        "kernstat daemon: snapshot {}: {e}; clients use the socket",
+                        snapshot.display()
+                    );
+                    None
+                }
+            }
+        }
+        None => None,
+    };
 
     let mut scratch = RawSample::default();
     let dropped = match &switch_to {
         Some(user) => {
-            // The daemon must be able to remove its socket after the switch.
-            if let Some(dir) = socket.parent() {
-                chown(dir, user.uid, user.gid)
-                    .with_context(|| format!("chown {}", dir.display()))?;
-            }
-            chown(&socket, user.uid, user.gid)
-                .with_context(|| format!("chown {}", socket.display()))?;
+            // Nothing is handed to the user: the directory, socket and snapshot stay
+            // root's (the snapshot is written through the descriptor opened above), so
+            // that nothing running as that user can replace what clients read. The
+            // socket and snapshot (marked closed) stay behind when the daemon stops;
+            // the next start replaces them, and systemd's RuntimeDirectory removes them.
             // As root still: no capability can come back through any later execve.
             crate::sandbox::clear_bounding_set()?;
             let dropped = privileges::become_user(user, || {
@@ -204,8 +227,17 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
 
     let config = Config {
         max_connections: args.max_connections.max(1),
+        max_connections_per_user: args
+            .max_connections_per_user
+            .unwrap_or(if args.system {
+                256
+            } else {
+                args.max_connections
+            })
+            .max(1),
         access,
         interval: args.interval,
+        hide_processes: hidepid,
         ..Config::default()
     };
     let daemon = Daemon::new(config);
@@ -251,21 +283,17 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         let _ = stopped.await;
     }));
     rt.spawn(daemon.clone().run_providers());
-    // The shared-memory snapshot beside the socket: a user daemon's holds everything
-    // (0600, like its socket); a system daemon's only the machine's keys (0644: every
-    // local user may connect), and none when --allow narrows who may.
-    let snapshot = socket.with_file_name("snapshot");
-    let publish = match (args.system, args.allow.is_empty()) {
-        (false, _) => Some((0o600, true)),
-        (true, true) => Some((0o644, false)),
-        (true, false) => None,
-    };
-    if let Some((mode, scoped)) = publish {
+    if let Some((writer, scoped)) = snapshot_writer {
+        let hidden = if hidepid {
+            kernstat_daemon::providers::system::PER_PROCESS_KEYS
+        } else {
+            &[]
+        };
         rt.spawn(kernstat_daemon::shm::publish(
             daemon.clone(),
-            snapshot.clone(),
-            mode,
+            writer,
             scoped,
+            hidden,
         ));
     }
     let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -315,15 +343,16 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
     if let Some(m) = metrics_server {
         let _ = rt.block_on(m);
     }
+    // The snapshot's writer marks it closed (and removes it where it may) as the
+    // runtime drops its task.
     rt.shutdown_timeout(Duration::from_secs(1));
-    if publish.is_some() {
-        let _ = std::fs::remove_file(&snapshot);
-    }
-    if let Err(e) = std::fs::remove_file(&socket) {
-        eprintln!(
-            "kernstat daemon: could not remove {}: {e}",
-            socket.display()
-        );
+    if switch_to.is_none() {
+        if let Err(e) = std::fs::remove_file(&socket) {
+            eprintln!(
+                "kernstat daemon: could not remove {}: {e}",
+                socket.display()
+            );
+        }
     }
     result.map(|()| 0)
 }

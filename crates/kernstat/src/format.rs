@@ -27,7 +27,8 @@ pub fn shell_name(key: &str) -> String {
     s
 }
 
-/// `s` in single quotes, safe to `eval` in any POSIX shell, zsh and fish.
+/// `s` in single quotes, safe to `eval` in any POSIX shell (sh, bash, zsh). Not fish,
+/// where `\'` is an escape inside quotes: [`fish_quote`].
 pub fn shell_quote(s: &str) -> String {
     let mut q = String::with_capacity(s.len() + 2);
     q.push('\'');
@@ -40,6 +41,11 @@ pub fn shell_quote(s: &str) -> String {
     }
     q.push('\'');
     q
+}
+
+/// `s` in single quotes for fish: `\\` and `\'` are fish's only escapes inside them.
+pub fn fish_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
 fn csv_field(s: &str) -> String {
@@ -95,6 +101,7 @@ pub fn render(format: Format, values: &[(String, Option<Value>, bool)]) -> Strin
             }
             Format::Text => writeln!(s, "{t}"),
             Format::Shell => writeln!(s, "{}={}", shell_name(k), shell_quote(&t)),
+            Format::Fish => writeln!(s, "set -g {} {}", shell_name(k), fish_quote(&t)),
             Format::Tsv => writeln!(s, "{}\t{}", tsv_field(k), tsv_field(&t)),
             Format::Csv => writeln!(s, "{},{}", csv_field(k), csv_field(&t)),
             Format::Json => Ok(()),
@@ -129,8 +136,34 @@ mod tests {
             "{\"battery.percent\":null,\"git.branch\":\"it's\",\"load.one\":0.5}\n"
         );
         let odd = vec![v("a", json!("x,\"y\"\tz"), false)];
-        assert_eq!(render(Format::Csv, &odd), "a,\"x,\"\"y\"\"\tz\"\n");
-        assert_eq!(render(Format::Tsv, &odd), "a\tx,\"y\"\\tz\n");
+        assert_eq!(render(Format::Csv, &odd), "a,\"x,\"\"y\"\" z\"\n");
+        assert_eq!(render(Format::Tsv, &odd), "a\tx,\"y\" z\n");
+        assert_eq!(
+            render(Format::Fish, &vals),
+            "set -g KS_GIT_BRANCH 'it\\'s'\nset -g KS_LOAD_ONE '0.5'\nset -g KS_BATTERY_PERCENT ''\n"
+        );
+    }
+
+    /// A value from a hostile repository or a put (ESC, BEL, C1 CSI, newlines) reaches
+    /// no terminal raw, in any text format; JSON escapes it.
+    #[test]
+    fn control_characters_never_reach_the_terminal() {
+        let evil = vec![v("git.branch", json!("x\u{1b}]0;T\u{7}\u{9b}2J\ny"), false)];
+        for f in [
+            Format::Text,
+            Format::Shell,
+            Format::Fish,
+            Format::Tsv,
+            Format::Csv,
+        ] {
+            let out = render(f, &evil);
+            // (TSV's own separator is a tab.)
+            let value = out.trim_end_matches('\n').split('\t').next_back().unwrap();
+            assert!(!value.chars().any(char::is_control), "{f:?}: {out:?}");
+        }
+        assert!(render(Format::Json, &evil).contains("\\u001b"));
+        // fish: a backslash and a quote stay inside the one argument.
+        assert_eq!(fish_quote("x\\'; rm -rf ~; '"), "'x\\\\\\'; rm -rf ~; \\''");
     }
 
     #[test]

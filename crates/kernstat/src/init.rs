@@ -13,6 +13,7 @@ use kernstat_daemon::{default_socket, Session};
 
 use crate::autostart;
 use crate::cli::{InitArgs, Shell};
+use crate::format::{fish_quote, shell_quote};
 
 const ZSH: &str = include_str!("init/zsh.zsh");
 const BASH: &str = include_str!("init/bash.bash");
@@ -52,8 +53,8 @@ pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
 /// otherwise they find the daemon as any client does.
 fn render(shell: Shell, bin: &str, socket: &str, explicit: bool, keys: &[String]) -> String {
     let (template, quote): (&str, fn(&str) -> String) = match shell {
-        Shell::Zsh => (ZSH, posix_quote),
-        Shell::Bash => (BASH, posix_quote),
+        Shell::Zsh => (ZSH, shell_quote),
+        Shell::Bash => (BASH, shell_quote),
         Shell::Fish => (FISH, fish_quote),
     };
     let mut path_providers = vec!["git"];
@@ -83,16 +84,6 @@ fn render(shell: Shell, bin: &str, socket: &str, explicit: bool, keys: &[String]
         )
         .replace("@PATH_PROVIDERS@", &path_providers.join(" "))
         .replace("@ENV_TABLE@", &env_table.join(" "))
-}
-
-/// `'…'` for sh, bash and zsh (a `'` as `'\''`).
-fn posix_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// `'…'` for fish (`\` and `'` escaped inside).
-fn fish_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\\', r"\\").replace('\'', r"\'"))
 }
 
 #[cfg(test)]

@@ -106,15 +106,11 @@ const RARE: &[i64] = &[
     libc::SYS_readlinkat,
     libc::SYS_faccessat,
     libc::SYS_faccessat2,
-    // The shared-memory snapshot is written as a new file renamed over the old one
-    // (shm.rs), at start and whenever a value outgrows its slot. Missing from the list
-    // measured before the snapshot existed: the system daemon then never published
-    // one ("snapshot ...: Operation not permitted") and left its temporary file behind.
-    // glibc's rename(3) is rename(2) on x86_64; other libcs and architectures use the
-    // *at forms.
-    libc::SYS_rename,
-    libc::SYS_renameat,
-    libc::SYS_renameat2,
+    // The shared-memory snapshot is made (and renamed into place) before the switch,
+    // then grown in place through its descriptor when a layout outgrows the file
+    // (shm/writer.rs); at exit its name is removed where the directory allows.
+    libc::SYS_ftruncate,
+    libc::SYS_unlinkat,
     // Identity reads, and a panic's abort (raise = tgkill on ourselves).
     libc::SYS_getuid,
     libc::SYS_getgid,

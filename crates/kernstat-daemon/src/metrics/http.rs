@@ -3,9 +3,12 @@
 //! other paths get 404, other methods 405.
 //!
 //! Limits, each with the attack it answers:
-//! - at most [`MAX_CONNECTIONS`] connections; more are closed at once (a flood of
-//!   connections cannot exhaust the daemon's file descriptors, which the socket clients
-//!   need);
+//! - at most [`MAX_CONNECTIONS`] connections (a flood of connections cannot exhaust the
+//!   daemon's file descriptors, which the socket clients need); when all are taken, a new
+//!   one closes the connection that was least recently active — the one oldest in
+//!   waiting for its request, or idle longest since its last — so that clients holding
+//!   slots with partial requests cannot shut real scrapes out (shared/security L4: 300
+//!   such clients kept all 256 slots and 0 of 26 scrapes got through);
 //! - request headers within [`HEADER_TIMEOUT`] (slowloris), at most 16 KiB of buffer
 //!   (huge headers);
 //! - a connection lives at most [`CONNECTION_LIFETIME`], then is closed gracefully (an
@@ -15,8 +18,10 @@
 //! The endpoint runs on the daemon's runtime but shares nothing with the socket server
 //! but the latest sample, which it reads without waiting for the sampler.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::Full;
@@ -25,7 +30,7 @@ use hyper::header::{HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::Notify;
 
 use super::Exporter;
 
@@ -159,20 +164,20 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     let listener = TcpListener::from_std(listener)?;
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let slots = Arc::new(Slots::default());
     tokio::pin!(shutdown);
     loop {
         let Some(stream) = crate::accept::next(|| listener.accept(), &mut shutdown).await else {
             return Ok(());
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            drop(stream);
-            continue;
-        };
+        let (id, active, evict) = slots.take();
         let _ = stream.set_nodelay(true);
         let exporter = exporter.clone();
+        let slots = slots.clone();
         tokio::spawn(async move {
+            let touched = active.clone();
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                touched.store(now_ns(), Ordering::Relaxed);
                 let r = respond(&exporter, &req);
                 async move { Ok::<_, Infallible>(r) }
             });
@@ -188,13 +193,61 @@ pub async fn serve(
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
+                _ = evict.notified() => {}
                 _ = tokio::time::sleep(CONNECTION_LIFETIME) => {
                     conn.as_mut().graceful_shutdown();
                     let _ = tokio::time::timeout(HEADER_TIMEOUT, conn).await;
                 }
             }
-            drop(permit);
+            slots.release(id);
         });
+    }
+}
+
+fn now_ns() -> u64 {
+    crate::shm::now_ns()
+}
+
+/// One open connection: its last activity (CLOCK_MONOTONIC ns: accepted, or a request
+/// served) and how to close it.
+type Slot = (Arc<AtomicU64>, Arc<Notify>);
+
+/// The connections open now.
+#[derive(Default)]
+struct Slots {
+    open: Mutex<HashMap<u64, Slot>>,
+    next: AtomicU64,
+}
+
+impl Slots {
+    /// A slot for a new connection: when all are taken, the least recently active
+    /// connection is told to close first.
+    fn take(&self) -> (u64, Arc<AtomicU64>, Arc<Notify>) {
+        let mut g = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        while g.len() >= MAX_CONNECTIONS {
+            let Some(oldest) = g
+                .iter()
+                .min_by_key(|(_, (t, _))| t.load(Ordering::Relaxed))
+                .map(|(id, _)| *id)
+            else {
+                break;
+            };
+            if let Some((_, evict)) = g.remove(&oldest) {
+                // A permit kept if the task is not waiting yet.
+                evict.notify_one();
+            }
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let entry = (Arc::new(AtomicU64::new(now_ns())), Arc::new(Notify::new()));
+        g.insert(id, entry.clone());
+        (id, entry.0, entry.1)
+    }
+
+    fn release(&self, id: u64) {
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
     }
 }
 

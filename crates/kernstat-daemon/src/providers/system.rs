@@ -530,6 +530,38 @@ pub const METRICS: &[Metric] = &[
     ),
 ];
 
+/// Keys that name other users' processes (pid, command, CPU, memory, I/O): a system
+/// daemon on a machine whose /proc hides them ([`proc_hides_pids`]) keeps them out of
+/// its world-readable snapshot and answers them to root only.
+pub const PER_PROCESS_KEYS: &[&str] = &["top.cpu", "top.mem", "top.io", "snapshot", "summary"];
+
+/// Whether /proc is mounted so that users cannot see each other's processes
+/// (`hidepid=1`, `2`, `invisible`, `noaccess` or `ptraceable`).
+pub fn proc_hides_pids() -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    mountinfo_hides_pids(&info)
+}
+
+/// [`proc_hides_pids`] over a mountinfo text.
+pub fn mountinfo_hides_pids(info: &str) -> bool {
+    info.lines().any(|l| {
+        let fields: Vec<&str> = l.split(' ').collect();
+        let Some(sep) = fields.iter().position(|f| *f == "-") else {
+            return false;
+        };
+        let (mount, fstype) = (fields.get(4), fields.get(sep + 1));
+        let opts = [fields.get(5), fields.get(sep + 3)];
+        mount == Some(&"/proc")
+            && fstype == Some(&"proc")
+            && opts.iter().flatten().flat_map(|o| o.split(',')).any(|o| {
+                o.strip_prefix("hidepid=")
+                    .is_some_and(|v| v != "0" && v != "off")
+            })
+    })
+}
+
 /// The row of `key`, if it is a system key.
 pub fn metric_of(key: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.key == key)
@@ -545,6 +577,23 @@ pub fn publish(cache: &Cache, m: &Model, sample_us: f64) {
         if let Some(v) = (metric.value)(&sample) {
             cache.put(metric.key, None, v.into_json());
         }
+    }
+}
+
+#[cfg(test)]
+mod hidepid_tests {
+    #[test]
+    fn hidepid_is_read_from_mountinfo() {
+        let plain = "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n";
+        let hidden = "22 1 0:21 / /proc rw,relatime - proc proc rw,hidepid=invisible\n";
+        let two = "22 1 0:21 / /proc rw,relatime - proc proc rw,hidepid=2,gid=4\n";
+        let zero = "22 1 0:21 / /proc rw,relatime - proc proc rw,hidepid=0\n";
+        let elsewhere = "30 22 0:50 / /srv/proc rw - proc proc rw,hidepid=2\n";
+        assert!(!super::mountinfo_hides_pids(plain));
+        assert!(super::mountinfo_hides_pids(hidden));
+        assert!(super::mountinfo_hides_pids(two));
+        assert!(!super::mountinfo_hides_pids(zero));
+        assert!(!super::mountinfo_hides_pids(elsewhere));
     }
 }
 

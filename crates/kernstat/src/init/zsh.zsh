@@ -9,6 +9,22 @@ typeset -ga _ks_vars _ks_names
 typeset -ga _ks_path_providers=(@PATH_PROVIDERS@)
 typeset -gA _ks_env=(@ENV_TABLE@)
 zmodload zsh/net/socket zsh/system zsh/parameter || return
+# zstat only (as a builtin of its own name: `stat` stays the command users know).
+zmodload -F zsh/stat b:zstat || return
+
+# Whether the socket may be talked to, checked before every (re)connect without a fork:
+# its directory a real directory of this user's or root's that nobody else can write,
+# the socket itself this user's or root's. A directory someone else made where ours
+# belongs (no XDG_RUNTIME_DIR, /tmp/kernstat-UID taken first) is never connected to:
+# it would receive every prompt's variables and directory, and answer the prompt.
+_ks_trusted() {
+  local -A st
+  zstat -L -H st -- ${_ks_sock:h} 2>/dev/null || return 1
+  (( (st[mode] & 8#170000) == 8#040000 && (st[mode] & 8#022) == 0 )) || return 1
+  (( st[uid] == EUID || st[uid] == 0 )) || return 1
+  zstat -L -H st -- $_ks_sock 2>/dev/null || return 1
+  (( (st[mode] & 8#170000) == 8#140000 && (st[uid] == EUID || st[uid] == 0) ))
+}
 
 # $1 as the contents of a JSON string, in REPLY.
 _ks_json() {
@@ -58,6 +74,7 @@ _ks_precmd() {
   fi
   for try in 1 2; do
     if [[ -z $_ks_fd ]]; then
+      _ks_trusted || break
       zsocket $_ks_sock 2>/dev/null || break
       _ks_fd=$REPLY
     fi
