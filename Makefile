@@ -23,7 +23,7 @@ deps:
 deps-test:
 	@scripts/deps.sh test
 
-# The numbers in the README (see "Measured").
+# The numbers in docs/measured.md.
 bench: build
 	scripts/bench.sh
 

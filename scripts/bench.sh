@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench.sh [section...]: reproduces the README's "Measured" numbers. Run as root on an
+# bench.sh [section...]: reproduces the numbers in docs/measured.md. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
 # Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top, and screenshot (default: all but screenshot). Timings are medians of
 # many runs; nothing is pinned unless said.

@@ -16,6 +16,7 @@ make -s install KERNSTAT_BIN="$bin" PREFIX=/usr DESTDIR="$stage" GEN="$stage/.ge
 rm -rf "$stage/.generated"
 mkdir -p "$stage/DEBIAN" "$stage/usr/share/doc/kernstat"
 cp README.md "$stage/usr/share/doc/kernstat/"
+cp -r docs "$stage/usr/share/doc/kernstat/"
 # The libraries the binary links (libbpf is built in; libelf and zlib are not).
 depends="libc6, libelf1, zlib1g"
 size=$(du -sk "$stage" | cut -f1)

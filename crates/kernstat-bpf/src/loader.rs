@@ -33,6 +33,17 @@ pub enum LoadError {
     },
 }
 
+impl LoadError {
+    /// The error in one line: what failed and why, without libbpf's log (for a table
+    /// row such as doctor's; the full error, with the log, is the Display form).
+    pub fn summary(&self) -> String {
+        match self {
+            LoadError::Failed { what, source, .. } => format!("{what}: {source}"),
+            other => other.to_string(),
+        }
+    }
+}
+
 struct Detail<'a>(&'a str);
 
 impl fmt::Display for Detail<'_> {

@@ -104,7 +104,7 @@ fn every_field_agrees_with_proc() {
         .filter(|p| !ours.contains_key(p))
         .copied()
         .collect();
-    // This sandbox's kernel hides its PID 1 from task iterators (see README, Known limits):
+    // This sandbox's kernel hides its PID 1 from task iterators (see docs/limits.md):
     // that one pid may be missing; nothing else.
     assert!(
         missing.iter().all(|&p| p == 1),

@@ -41,7 +41,7 @@ fn sees_the_same_processes_as_proc() {
         .copied()
         .collect();
     // PID 1 is the one known difference in sandboxes where it is not in our pid
-    // namespace's view of the task iterator; see README "Known limits".
+    // namespace's view of the task iterator; see docs/limits.md.
     let missing: Vec<u32> = missing.into_iter().filter(|&p| p != 1).collect();
     assert!(
         missing.is_empty(),

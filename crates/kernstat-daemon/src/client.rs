@@ -3,7 +3,7 @@
 //!
 //! Blocking std I/O on purpose: a client asks one question at a time, and a runtime
 //! would cost more to start than the whole round trip (`kernstat get` as a process is
-//! measured in the README).
+//! measured in docs/measured.md).
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;

@@ -8,6 +8,7 @@
 //! - `protocol`: the request and reply formats.
 //! - `cache`: every key's latest value, already serialised.
 //! - `providers`: what fills the cache besides the sampler.
+//! - `hub`: what the providers' schedules share with the server (below both).
 //! - `server`: the daemon's state and the socket server.
 //! - `client`: a blocking client that keeps its connection, for the CLI and scripts.
 //! - `lookup`: the shared-memory snapshot first, that connection for the rest.
@@ -21,6 +22,7 @@ mod accept;
 pub mod cache;
 pub mod client;
 pub mod client_files;
+pub mod hub;
 pub mod jobs;
 pub mod lookup;
 pub mod memory;

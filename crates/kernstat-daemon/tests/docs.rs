@@ -1,5 +1,6 @@
 //! The key list is written in three places people read: `kernstat get --list` (from the
-//! providers' tables), docs/protocol.md and the README. This keeps them in step: every
+//! providers' tables), docs/protocol.md and the daemon's guide (docs/daemon.md). This
+//! keeps them in step: every
 //! key the daemon can serve is documented in both, and every key-shaped name the docs
 //! put in their key tables is one the daemon serves.
 
@@ -20,10 +21,10 @@ fn backticked(text: &str) -> BTreeSet<&str> {
 }
 
 #[test]
-fn every_key_is_documented_in_the_protocol_and_the_readme() {
+fn every_key_is_documented_in_the_protocol_and_the_guide() {
     for (name, text) in [
         ("docs/protocol.md", doc("docs/protocol.md")),
-        ("README.md", doc("README.md")),
+        ("docs/daemon.md", doc("docs/daemon.md")),
     ] {
         let words = backticked(&text);
         let missing: Vec<String> = all_keys()

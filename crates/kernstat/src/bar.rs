@@ -96,7 +96,7 @@ pub fn run(args: &BarArgs) -> anyhow::Result<i32> {
     }
     let template = Template::parse(&args.text).context("--text")?;
     if args.intervals.0.is_empty() {
-        bail!("--intervals needs at least one interval");
+        crate::cli::usage!("--intervals needs at least one interval");
     }
     let format = format_of(args);
     if args.daemon && args.bench.is_none() {
@@ -435,7 +435,7 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 
 fn bench(args: &BarArgs, template: Template, format: BarFormat, n: u32) -> anyhow::Result<i32> {
     if n == 0 {
-        bail!("--bench needs at least one sample");
+        crate::cli::usage!("--bench needs at least one sample");
     }
     let mut lp = Loop::new(args, template, format)?;
     lp.collector.sample(&mut lp.prev).context("sampling")?;

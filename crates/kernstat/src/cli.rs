@@ -5,6 +5,26 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// A mistake in how a command was called, found after parsing (an unknown column, a pid
+/// that does not exist): exit 2 like clap's own errors, where a failure while running
+/// exits 1. The message names the flag.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Returns a [`UsageError`] from the enclosing function (which returns anyhow's Result).
+macro_rules! usage {
+    ($($t:tt)*) => {
+        return Err($crate::cli::UsageError(format!($($t)*)).into())
+    };
+}
+pub(crate) use usage;
+
+/// Whether a process (or thread) of this id exists now (in this pid namespace).
+pub fn process_exists(pid: u32) -> bool {
+    pid != 0 && std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
 use kernstat_model::{Threshold, Thresholds};
 use kernstat_sources::TempSource;
 
@@ -210,7 +230,7 @@ pub struct BarArgs {
     /// allocation statistics, and exit.
     #[arg(long, value_name = "N")]
     pub bench: Option<u32>,
-    /// Do not share one sampler between identical bars (see README).
+    /// Do not share one sampler between identical bars (see docs/bar.md).
     #[arg(long)]
     pub no_lock: bool,
     /// Render the daemon's samples instead of sampling here (ticks follow the daemon's

@@ -56,9 +56,17 @@ fn trampolines() -> Option<Result<(), String>> {
     // then reported "tracefs: no" on a freshly booted machine while mounting it.
     match Writes::fexit_available(&cfg) {
         Ok(()) => Some(Ok(())),
-        Err(e) => Some(Err(format!(
-            "the kernel refused the fexit attach (BPF trampolines unavailable): {e}"
-        ))),
+        Err(e) => {
+            // libbpf's own log (the verifier's reasons) only when asked for: the row
+            // says what failed in one line.
+            if std::env::var_os("KERNSTAT_DEBUG").is_some() {
+                eprintln!("kernstat doctor: fexit: {e}");
+            }
+            Some(Err(format!(
+                "the kernel refused the fexit attach (BPF trampolines unavailable): {}",
+                e.summary()
+            )))
+        }
     }
 }
 

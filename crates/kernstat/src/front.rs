@@ -5,8 +5,8 @@
 //! Why two programs: a tmux `#()` job, a starship module or a fish prompt starts `kernstat
 //! get` again and again, and loading the whole of kernstat (16 MB, position-independent,
 //! libbpf with libelf and zlib) costs 1.3-1.5 ms before `main` — 31,000 relocations and
-//! ~325 page faults, against ~50 faults for `/bin/true` (perf stat -r 300, see the
-//! README). This program links the snapshot reader, serde_json and the template parser,
+//! ~325 page faults, against ~50 faults for `/bin/true` (perf stat -r 300, see
+//! docs/measured.md). This program links the snapshot reader, serde_json and the template parser,
 //! statically (build.rs), and skips Rust's runtime set-up (`no_main`: no /proc/self/maps
 //! read, no signal stack): measured at /bin/true's start-up time (scripts/bench.sh,
 //! section `shm`). What it cannot answer from memory — another format, several keys, a

@@ -47,7 +47,7 @@ fn main() {
         cli::Command::Daemon(_) | cli::Command::Bar(_) => alloc::return_freed_memory(1 << 20),
         // Per-refresh buffers of a large table (the iterator's rows, several MB at 10,000
         // processes) are mapped and unmapped: measured with `bench.sh top` at 9,700
-        // processes, steady VmRSS 23.9 -> 14.4 MiB (README, top).
+        // processes, steady VmRSS 23.9 -> 14.4 MiB (docs/top.md).
         cli::Command::Top(_) => alloc::return_freed_memory(256 << 10),
         _ => {}
     }
@@ -77,7 +77,10 @@ fn main() {
                 std::process::exit(0);
             }
             eprintln!("kernstat: {e:#}");
-            let usage = e.chain().any(|c| c.is::<kernstat_render::TemplateError>());
+            // One rule: 2 for a usage error (clap's, a template's, ours), 1 otherwise.
+            let usage = e
+                .chain()
+                .any(|c| c.is::<kernstat_render::TemplateError>() || c.is::<cli::UsageError>());
             std::process::exit(if usage { 2 } else { 1 });
         }
     }
@@ -85,8 +88,11 @@ fn main() {
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .map(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            .unwrap_or(false)
+        let kind = c
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            // serde_json::to_writer wraps the write's error in its own.
+            .or_else(|| c.downcast_ref::<serde_json::Error>()?.io_error_kind());
+        kind == Some(std::io::ErrorKind::BrokenPipe)
     })
 }

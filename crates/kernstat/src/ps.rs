@@ -43,11 +43,17 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
         }
         return Ok(0);
     }
-    let columns = table::parse_columns(args.fields.as_deref().unwrap_or(table::DEFAULT_COLUMNS))
-        .map_err(anyhow::Error::msg)?;
+    let columns =
+        match table::parse_columns(args.fields.as_deref().unwrap_or(table::DEFAULT_COLUMNS)) {
+            Ok(c) => c,
+            Err(e) => crate::cli::usage!("--fields: {e}"),
+        };
     let sort = parse_sort(&args.sort)?;
     let comm_re = match &args.comm {
-        Some(re) => Some(regex::Regex::new(re).with_context(|| format!("--comm {re:?}"))?),
+        Some(re) => match regex::Regex::new(re) {
+            Ok(r) => Some(r),
+            Err(e) => crate::cli::usage!("--comm {re:?}: {e}"),
+        },
         None => None,
     };
     // Command lines cost most of an iterator read: only read them when they are shown.
@@ -178,7 +184,7 @@ fn parse_sort(s: &str) -> anyhow::Result<(Column, bool)> {
     };
     match table::column_by_name(name) {
         Some(c) => Ok((c, desc)),
-        None => bail!("--sort: {}", table::parse_columns(name).unwrap_err()),
+        None => crate::cli::usage!("--sort: {}", table::parse_columns(name).unwrap_err()),
     }
 }
 
@@ -284,13 +290,13 @@ impl StartFormat for BootClock {
 fn resolve_user(u: &str) -> anyhow::Result<u32> {
     match kernstat_sources::users::by_name_or_uid(u) {
         Some(user) => Ok(user.uid),
-        None => bail!("--user: no user named {u:?}"),
+        None => crate::cli::usage!("--user: no user named {u:?}"),
     }
 }
 
 fn bench(source: &mut TaskSource, n: u32, want: Want, json: bool) -> anyhow::Result<i32> {
     if n == 0 {
-        bail!("--bench needs at least one run");
+        crate::cli::usage!("--bench needs at least one run");
     }
     let TaskSource::Bpf(reader) = source else {
         bail!("--bench compares the BPF iterator with procfs: it needs BPF (root, or a pin)");

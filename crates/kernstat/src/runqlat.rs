@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use kernstat_bpf::runqlat::{Config, KeyKind, Runqlat};
 use kernstat_model::hist::Hist;
 use kernstat_model::runqlat::Intervals;
@@ -49,15 +49,20 @@ fn config(args: &RunqlatArgs) -> anyhow::Result<(Config, Split)> {
         .filter(|&&b| b)
         .count();
     if per > 1 {
-        bail!("choose one of -P, -L, --pidnss and -C");
+        crate::cli::usage!("choose one of -P, -L, --pidnss and -C");
     }
     if args.csv && args.json {
-        bail!("choose one of --csv and --json");
+        crate::cli::usage!("choose one of --csv and --json");
+    }
+    if let Some(pid) = args.pid {
+        if !crate::cli::process_exists(pid) {
+            crate::cli::usage!("-p {pid}: no such process");
+        }
     }
     if let Some(p) = &args.plot {
         let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
         if !ext.eq_ignore_ascii_case("png") && !ext.eq_ignore_ascii_case("svg") {
-            bail!(
+            crate::cli::usage!(
                 "--plot {}: the file name must end in .png or .svg",
                 p.display()
             );

@@ -50,7 +50,7 @@ impl TaskSource {
             TaskSource::Procfs(p) => return p.read(threads, want),
         };
         let mut rows = rows;
-        // This sandbox's kernel hides PID 1 from task iterators (README, Known limits);
+        // This sandbox's kernel hides PID 1 from task iterators (docs/limits.md);
         // /proc still shows it, so complete the table from there.
         if !rows.iter().any(|t| t.pid == 1) && Path::new("/proc/1").exists() {
             if procfs_extra.is_none() {

@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use kernstat_bpf::writes::{Config, Family, Writes};
 use kernstat_model::writes::{Intervals, Thresholds};
 use kernstat_render::writes::{write_json, write_text, WritesReport};
@@ -21,15 +21,18 @@ use crate::signals::Signals;
 /// Runs `kernstat writes`; returns the exit status.
 pub fn run(args: &WritesArgs) -> anyhow::Result<i32> {
     if args.pid.len() > 8 {
-        bail!("-p: at most 8 processes");
+        crate::cli::usage!("-p: at most 8 processes");
+    }
+    if let Some(pid) = args.pid.iter().find(|&&p| !crate::cli::process_exists(p)) {
+        crate::cli::usage!("-p {pid}: no such process");
     }
     if let Some(c) = &args.comm {
         if c.len() > 15 {
-            bail!("-c {c:?}: command names are at most 15 bytes (the kernel's comm)");
+            crate::cli::usage!("-c {c:?}: command names are at most 15 bytes (the kernel's comm)");
         }
     }
     if !(0.0..=1.0).contains(&args.small_share) {
-        bail!("--small-share must be between 0 and 1");
+        crate::cli::usage!("--small-share must be between 0 and 1");
     }
     let reads = args.reads;
     let cfg = Config {

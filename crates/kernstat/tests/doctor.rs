@@ -172,3 +172,29 @@ fn an_unprivileged_user_is_told_what_to_do() {
     }
     assert!(text.contains("bar, snapshot, daemon   procfs"), "{text}");
 }
+
+/// doctor's table is its own: libbpf's log lines (a refused fexit load prints five of
+/// them) appear only when KERNSTAT_DEBUG asks for them.
+#[test]
+fn libbpf_speaks_only_when_asked() {
+    if !bpf_gate() {
+        return;
+    }
+    for json in [false, true] {
+        let mut c = common::command();
+        c.arg("doctor").env_remove("KERNSTAT_DEBUG");
+        if json {
+            c.arg("--json");
+        }
+        let o = c.output().unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            !all.lines().any(|l| l.trim_start().starts_with("libbpf:")),
+            "{all}"
+        );
+    }
+}

@@ -71,6 +71,30 @@ fn open_dir() -> tempfile::TempDir {
     d
 }
 
+/// A child killed and reaped when the test ends, however it ends (a failed assertion
+/// must not leave a daemon or a listener behind).
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Guard {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Guard {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -302,16 +326,18 @@ fn the_system_daemon_changes_no_directory_it_did_not_make() {
     std::fs::create_dir(&existing).unwrap();
     std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(existing.join("important.conf"), "secret\n").unwrap();
-    let mut child = command()
-        .args([
-            "daemon", "--system", "--user", "nobody", "--no-bpf", "--socket",
-        ])
-        .arg(existing.join("sock"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Guard(
+        command()
+            .args([
+                "daemon", "--system", "--user", "nobody", "--no-bpf", "--socket",
+            ])
+            .arg(existing.join("sock"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let t0 = Instant::now();
     while !daemon_answers(&existing.join("sock"), "cpu.percent") {
         assert!(t0.elapsed() < Duration::from_secs(20));
@@ -356,13 +382,15 @@ fn snapshots_are_trusted_from_yourself_or_root_only() {
     std::fs::set_permissions(&att, std::fs::Permissions::from_mode(0o755)).unwrap();
     chown_r(&att, ATTACKER);
     let sock = att.join("run/sock");
-    let mut daemon = as_uid(ATTACKER, kernstat())
-        .args(["daemon", "--no-bpf", "--socket"])
-        .arg(&sock)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut daemon = Guard(
+        as_uid(ATTACKER, kernstat())
+            .args(["daemon", "--no-bpf", "--socket"])
+            .arg(&sock)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let t0 = Instant::now();
     while !att.join("run/snapshot").exists() {
         assert!(t0.elapsed() < Duration::from_secs(20));
@@ -441,13 +469,15 @@ fn a_directory_renamed_in_and_out_never_feeds_a_prompt() {
     std::fs::create_dir(&stage).unwrap();
     chown_r(t.path(), ATTACKER);
     let sock = stage.join("sock");
-    let mut daemon = as_uid(ATTACKER, kernstat())
-        .args(["daemon", "--no-bpf", "--socket"])
-        .arg(&sock)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut daemon = Guard(
+        as_uid(ATTACKER, kernstat())
+            .args(["daemon", "--no-bpf", "--socket"])
+            .arg(&sock)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let t0 = Instant::now();
     while !stage.join("snapshot").exists() {
         assert!(t0.elapsed() < Duration::from_secs(20));
@@ -471,14 +501,16 @@ fn a_directory_renamed_in_and_out_never_feeds_a_prompt() {
             .unwrap();
         assert!(o.status.success());
     }
-    let mut toggler = as_uid(ATTACKER, &hostile_bin())
-        .arg("toggle")
-        .arg(&stage)
-        .arg(&victim_dir)
-        .arg("60")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut toggler = Guard(
+        as_uid(ATTACKER, &hostile_bin())
+            .arg("toggle")
+            .arg(&stage)
+            .arg(&victim_dir)
+            .arg("60")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let o = as_uid(VICTIM, Path::new("/bin/sh"))
         .arg("-c")
         .arg(format!(
@@ -511,15 +543,17 @@ fn cutting_the_snapshot_kills_no_reader() {
     }
     let mut d = common::DaemonProc::start(&["--no-bpf"]);
     let snap = d.sock.with_file_name("snapshot");
-    let start = |args: &[&str]| -> Child {
-        command()
-            .args(args)
-            .arg("--socket")
-            .arg(&d.sock)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+    let start = |args: &[&str]| -> Guard {
+        Guard(
+            command()
+                .args(args)
+                .arg("--socket")
+                .arg(&d.sock)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        )
     };
     let mut watch = start(&["watch", "load.one"]);
     let mut bar = start(&["bar", "--daemon", "--format", "text"]);
@@ -533,15 +567,15 @@ fn cutting_the_snapshot_kills_no_reader() {
     }
     std::thread::sleep(Duration::from_millis(1500));
     for (name, c) in [("watch", &mut watch), ("bar --daemon", &mut bar)] {
-        assert!(c.try_wait().unwrap().is_none(), "{name} died");
+        assert!(c.0.try_wait().unwrap().is_none(), "{name} died");
     }
     assert!(d.child.try_wait().unwrap().is_none(), "the daemon died");
     // Still following the daemon: a new value arrives (the daemon samples every 0.3 s).
     assert!(lines.next().is_some(), "watch goes on");
     assert!(daemon_answers(&d.sock, "load.one"));
     for c in [&mut watch, &mut bar] {
-        let _ = c.kill();
-        let _ = c.wait();
+        let _ = c.0.kill();
+        let _ = c.0.wait();
     }
     let mut err = String::new();
     use std::io::Read;
@@ -617,15 +651,17 @@ fn the_system_daemon_reads_nothing_the_asker_may_not() {
     std::fs::create_dir(&swapdir).unwrap();
     chown_r(&swapdir, ATTACKER);
     let link = swapdir.join("kc");
-    let mut swapper = as_uid(ATTACKER, &hostile_bin())
-        .arg("swap")
-        .arg(&link)
-        .arg(&public)
-        .arg(nob.join("kc"))
-        .arg("30")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut swapper = Guard(
+        as_uid(ATTACKER, &hostile_bin())
+            .arg("swap")
+            .arg(&link)
+            .arg(&public)
+            .arg(nob.join("kc"))
+            .arg("30")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     // A new HOME each time: every request is a new context, read afresh.
     let requests: Vec<String> = (0..2000)
         .map(|i| {
@@ -770,13 +806,15 @@ fn the_zsh_hook_sends_nothing_to_a_planted_socket() {
     );
     pane.wait_prompt("%");
     // The attacker plants a directory and a socket where the victim's belong.
-    let mut evil = as_uid(ATTACKER, &hostile_bin())
-        .arg("listen")
-        .arg(victim_dir.join("sock"))
-        .arg(&log)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut evil = Guard(
+        as_uid(ATTACKER, &hostile_bin())
+            .arg("listen")
+            .arg(victim_dir.join("sock"))
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut ready = String::new();
     BufReader::new(evil.stdout.take().unwrap())
         .read_line(&mut ready)
@@ -857,16 +895,18 @@ fn a_config_of_another_user_runs_nothing_as_root() {
     .unwrap();
     chown_r(&home, ATTACKER);
     let sock = t.path().join("run/sock");
-    let child = Command::new(kernstat())
-        .args(["daemon", "--no-bpf", "--socket"])
-        .arg(&sock)
-        .env("HOME", &home)
-        .env_remove("XDG_CONFIG_HOME")
-        .env("XDG_RUNTIME_DIR", t.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Guard(
+        Command::new(kernstat())
+            .args(["daemon", "--no-bpf", "--socket"])
+            .arg(&sock)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env("XDG_RUNTIME_DIR", t.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let t0 = Instant::now();
     while !daemon_answers(&sock, "cpu.percent") {
         assert!(t0.elapsed() < Duration::from_secs(20));
@@ -880,8 +920,16 @@ fn a_config_of_another_user_runs_nothing_as_root() {
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: kill with a valid signal.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let o = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let _ = child.0.wait();
     assert!(!marker.exists(), "the script ran as root");
     assert!(
         err.contains(&format!("belongs to uid {ATTACKER}")) && err.contains("refusing"),
@@ -897,13 +945,15 @@ fn real_scrapes_get_through_clients_that_hold_slots() {
         return;
     }
     let d = common::MetricsDaemon::start("1", &["--no-bpf"]);
-    let mut holders = as_uid(ATTACKER, &hostile_bin())
-        .arg("hold")
-        .arg(d.addr.to_string())
-        .arg("300")
-        .arg("12")
-        .spawn()
-        .unwrap();
+    let mut holders = Guard(
+        as_uid(ATTACKER, &hostile_bin())
+            .arg("hold")
+            .arg(d.addr.to_string())
+            .arg("300")
+            .arg("12")
+            .spawn()
+            .unwrap(),
+    );
     std::thread::sleep(Duration::from_secs(2));
     let (mut ok, mut failed) = (0, 0);
     for _ in 0..20 {
@@ -982,7 +1032,7 @@ fn hidden_processes_stay_hidden() {
     }
     let t = open_dir();
     let sock = t.path().join("sys/sock");
-    let mut child = Command::new("unshare")
+    let mut child = Guard(Command::new("unshare")
         .args(["-m", "--propagation", "private", "sh", "-c"])
         .arg(format!(
             "mount -t proc -o hidepid=2 proc /proc && exec {} daemon --system --user nobody --no-bpf --interval 0.5 --socket {}",
@@ -993,7 +1043,7 @@ fn hidden_processes_stay_hidden() {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap());
     let t0 = Instant::now();
     while !daemon_answers(&sock, "cpu.percent") {
         assert!(t0.elapsed() < Duration::from_secs(20), "no daemon");

@@ -110,7 +110,7 @@ fn sampler_loads_and_agrees_with_proc_on_linux_6_1() {
     assert_eq!(bench["allocs_per_sample"], 0.0);
 
     // ps: the sleepable iterator loads on 6.1, and a stock kernel shows PID 1 in it
-    // (the development sandbox's kernel hides it: README, Known limits).
+    // (the development sandbox's kernel hides it: docs/limits.md).
     assert_eq!(field(&stdout, "PSRC"), "0", "{stdout}");
     assert_eq!(field(&stdout, "PSERR"), "", "{stdout}");
     let init: Value = serde_json::from_str(field(&stdout, "PS1")).unwrap();

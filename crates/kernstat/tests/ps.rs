@@ -428,7 +428,7 @@ fn bench_reports_both_paths() {
     assert!(v["tasks"].as_u64().unwrap() >= procs - 5, "{out}");
 }
 
-/// The README's advice for desktop users: capabilities on `kernstat-full` (the program
+/// The install guide's advice for desktop users: capabilities on `kernstat-full` (the program
 /// `kernstat` execs; file capabilities do not survive an exec) give an unprivileged user
 /// BPF. Checked as uid 65534 with no capabilities of its own, on copies of both programs.
 #[test]

@@ -370,10 +370,10 @@ impl Drop for Killed {
     }
 }
 
-/// Root without XDG_RUNTIME_DIR beside a running system daemon, which has given
-/// /run/kernstat to its user (nobody): root's bar keeps its lock in a directory of its
-/// own (/run/kernstat-root, 0700) instead of refusing the daemon's and sampling alone,
-/// and root's `get` is answered by the system daemon. In a private mount namespace with
+/// Root without XDG_RUNTIME_DIR beside a running system daemon (whose /run/kernstat
+/// stays root's, 0755: nothing is handed to its user): root's bar keeps its lock in a
+/// directory of its own (/run/kernstat-root, 0700), and root's `get` is answered from
+/// the system daemon's snapshot. In a private mount namespace with
 /// its own /run (a tmpfs), so the machine's /run and any real system daemon are
 /// untouched.
 #[test]
@@ -419,7 +419,7 @@ echo "daemon_err=$(tr '\n' ' ' </run/daemon.err)"
             .trim()
             .to_string()
     };
-    assert_eq!(field("system_dir"), format!("{NOBODY} 755"), "{stdout}");
+    assert_eq!(field("system_dir"), "0 755", "{stdout}");
     assert!(!field("bar_line").is_empty(), "{stdout}");
     assert!(!field("bar_err").contains("refusing"), "{stdout}");
     assert_eq!(field("root_dir"), "0 700", "{stdout}");

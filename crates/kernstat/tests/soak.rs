@@ -7,7 +7,7 @@
 //! the daemon or the bar.
 //!
 //! `make test` runs it for 2 minutes; `make soak` for an hour
-//! (KERNSTAT_SOAK_SECS=3600), drawing the samples into KERNSTAT_SOAK_PLOT (the README's
+//! (KERNSTAT_SOAK_SECS=3600), drawing the samples into KERNSTAT_SOAK_PLOT (docs/testing.md's
 //! docs/soak.svg) and printing them as CSV.
 
 mod common;

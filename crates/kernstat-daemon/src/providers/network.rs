@@ -9,7 +9,7 @@
 //! A VPN is a tun/tap device (`/sys/class/net/X/tun_flags`: OpenVPN, tailscale, most
 //! clients) or a WireGuard device (`DEVTYPE=wireguard`) that is up and carries a route.
 //! The wifi SSID needs nl80211 over generic netlink; not read yet (`network.ssid` has no
-//! value), see Known limits.
+//! value), see docs/limits.md.
 
 use std::fs;
 use std::net::{Ipv4Addr, Ipv6Addr};

@@ -20,7 +20,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::Semaphore;
 
 use crate::cache::Entry;
-use crate::server::{Daemon, Event};
+use crate::hub::{Event, Hub};
 use crate::settings::{Format, Script};
 
 struct Run {
@@ -192,7 +192,7 @@ impl Scripts {
     }
 
     /// The entry of `key` of script `s`, running it first when nobody asked before.
-    pub async fn get(&self, d: &Arc<Daemon>, s: &Script, key: &str) -> Option<Arc<Entry>> {
+    pub async fn get(self: &Arc<Self>, h: &Arc<Hub>, s: &Script, key: &str) -> Option<Arc<Entry>> {
         let first = {
             let mut g = self.runs.lock().ok()?;
             let r = g.entry(s.name.clone()).or_insert_with(|| Run {
@@ -208,13 +208,13 @@ impl Scripts {
             !r.ran
         };
         if first {
-            self.run(d, s.clone(), true).await;
+            self.run(h, s.clone(), true).await;
         }
-        d.cache.get(key, None)
+        h.cache.get(key, None)
     }
 
     /// Runs `s` (unless it is running; with `wait`, the caller waits for it).
-    async fn run(&self, d: &Arc<Daemon>, s: Script, wait: bool) {
+    async fn run(self: &Arc<Self>, h: &Arc<Hub>, s: Script, wait: bool) {
         // Some(true): we start it; Some(false): it is running already; None: forgotten.
         let start = {
             let Ok(mut g) = self.runs.lock() else { return };
@@ -266,11 +266,11 @@ impl Scripts {
                 let keys: Vec<String> = vals.iter().map(|(k, _)| k.clone()).collect();
                 for old in &r.keys {
                     if !keys.contains(old) {
-                        d.cache.remove(old, None);
+                        h.cache.remove(old, None);
                     }
                 }
                 for (k, v) in vals {
-                    d.cache.put(&k, None, v);
+                    h.cache.put(&k, None, v);
                 }
                 r.keys = keys;
             }
@@ -283,21 +283,21 @@ impl Scripts {
                     keys.push(s.name.clone());
                 }
                 for k in &keys {
-                    d.cache.put_failed(k, None, &why);
+                    h.cache.put_failed(k, None, &why);
                 }
                 r.keys = keys;
             }
         }
         drop(g);
-        d.notify(Event::System);
+        h.notify(Event::System);
     }
 
     /// Every second: runs what is due, forgets scripts nobody asked about (and those
     /// the settings no longer have).
-    pub async fn tick(&self, d: &Arc<Daemon>) {
-        let settings = d.settings();
+    pub async fn tick(self: &Arc<Self>, h: &Arc<Hub>) {
+        let settings = h.settings();
         let now = Instant::now();
-        let idle_after = d.config().idle_after;
+        let idle_after = h.timing().idle_after;
         let (gone, due): (Vec<String>, Vec<Script>) = {
             let Ok(g) = self.runs.lock() else { return };
             let gone = g
@@ -320,13 +320,13 @@ impl Scripts {
         for n in gone {
             if let Some(r) = self.runs.lock().ok().and_then(|mut g| g.remove(&n)) {
                 for k in r.keys {
-                    d.cache.remove(&k, None);
+                    h.cache.remove(&k, None);
                 }
             }
         }
         for s in due {
-            let d2 = d.clone();
-            tokio::spawn(async move { d2.scripts.run(&d2, s, false).await });
+            let (h2, me) = (h.clone(), self.clone());
+            tokio::spawn(async move { me.run(&h2, s, false).await });
         }
     }
 }

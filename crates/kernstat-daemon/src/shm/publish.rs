@@ -35,7 +35,7 @@ pub async fn publish(
         let now = now_ns();
         let mut seen = HashSet::with_capacity(copied.len());
         let mut changed: Vec<(String, Arc<crate::cache::Entry>)> = Vec::new();
-        d.cache.visit(|key, scope, e| {
+        d.cache().visit(|key, scope, e| {
             if (scope.is_some() && !scoped) || hidden.contains(&key) {
                 return;
             }

@@ -609,7 +609,7 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
-/// Every key, for the help screen (and the README).
+/// Every key, for the help screen (and docs/top.md).
 pub(crate) const HELP: &[(&str, &str)] = &[
     (
         "Up/Down PgUp/PgDn Home/End",

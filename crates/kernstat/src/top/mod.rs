@@ -17,7 +17,6 @@ mod view;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
 use crossterm::event::{
     self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent,
     MouseEventKind,
@@ -293,7 +292,7 @@ fn parse_sort(s: &str) -> anyhow::Result<(SortKey, bool)> {
     };
     let Some(key) = SortKey::parse(name) else {
         let names: Vec<&str> = SortKey::ALL.iter().map(|k| k.name()).collect();
-        bail!("--sort {s:?}: no such column (one of {})", names.join(", "));
+        crate::cli::usage!("--sort {s:?}: no such column (one of {})", names.join(", "));
     };
     Ok((key, key.descending_by_default() != flip))
 }

@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use super::{values, Client, Ctx, Env, Provider, Reading};
 use crate::cache::Entry;
 use crate::client_files::Rights;
-use crate::server::{Daemon, Event};
+use crate::hub::{Event, Hub};
 
 /// Contexts one user keeps at once.
 pub const MAX_PER_USER: usize = 64;
@@ -208,8 +208,8 @@ impl Contexts {
     /// context is new. `scope` is [`super::scope_id`]'s.
     #[allow(clippy::too_many_arguments)]
     pub async fn get(
-        &self,
-        d: &Arc<Daemon>,
+        self: &Arc<Self>,
+        h: &Arc<Hub>,
         p: &'static Provider,
         key: &str,
         scope: &str,
@@ -231,15 +231,15 @@ impl Contexts {
         // A per-client answer (sudo's credentials) is read afresh every time: a file
         // of a few hundred bytes, and no window in which `sudo -k` has not been seen yet.
         if dirty || (known && p.per_client) {
-            if let Err(why) = self.refresh(d, (p.name, Arc::from(scope)), true).await {
-                return d
+            if let Err(why) = self.refresh(h, (p.name, Arc::from(scope)), true).await {
+                return h
                     .cache
                     .get(key, Some(scope))
                     .or(Some(Arc::new(Entry::failed(&why))));
             }
         }
         if known {
-            if let Some(e) = d.cache.get(key, Some(scope)) {
+            if let Some(e) = h.cache.get(key, Some(scope)) {
                 return Some(e);
             }
             // Still being read for someone else, or a field this context lacks.
@@ -253,11 +253,11 @@ impl Contexts {
                 })
                 .unwrap_or(false);
             if unread {
-                if let Err(why) = self.refresh(d, (p.name, Arc::from(scope)), true).await {
+                if let Err(why) = self.refresh(h, (p.name, Arc::from(scope)), true).await {
                     return Some(Arc::new(Entry::failed(&why)));
                 }
             }
-            return d.cache.get(key, Some(scope));
+            return h.cache.get(key, Some(scope));
         }
         let now = Instant::now();
         let key_of_scope: ScopeKey = (p.name, Arc::from(scope));
@@ -307,18 +307,23 @@ impl Contexts {
             evicted
         };
         for (k, s) in evicted {
-            self.drop_scope(d, &k, s);
+            self.drop_scope(h, &k, s);
         }
-        if let Err(why) = self.refresh(d, key_of_scope, true).await {
+        if let Err(why) = self.refresh(h, key_of_scope, true).await {
             return Some(Arc::new(Entry::failed(&why)));
         }
-        d.cache.get(key, Some(scope))
+        h.cache.get(key, Some(scope))
     }
 
     /// Reads the context again (a job in its user's slots) and publishes what
     /// changed; one read at a time per context. With `wait`, waits for it (bounded):
     /// Err says why there is no fresh answer.
-    async fn refresh(&self, d: &Arc<Daemon>, key: ScopeKey, wait: bool) -> Result<(), String> {
+    async fn refresh(
+        self: &Arc<Self>,
+        h: &Arc<Hub>,
+        key: ScopeKey,
+        wait: bool,
+    ) -> Result<(), String> {
         let notify = {
             let Ok(mut g) = self.scopes.lock() else {
                 return Ok(());
@@ -340,9 +345,9 @@ impl Contexts {
                         s.rights.clone(),
                         s.uid,
                     );
-                    let (d2, key2, done) = (d.clone(), key.clone(), n.clone());
+                    let (h2, me, key2, done) = (h.clone(), self.clone(), key.clone(), n.clone());
                     tokio::spawn(async move {
-                        let out = d2
+                        let out = h2
                             .jobs
                             .spawn(uid, move || {
                                 let reading = (p.read)(&Ctx {
@@ -369,7 +374,7 @@ impl Contexts {
                                     Vec::new(),
                                 )
                             });
-                        d2.contexts.publish(&d2, &key2, out.0, out.1);
+                        me.publish(&h2, &key2, out.0, out.1);
                         done.notify_waiters();
                     });
                     n
@@ -395,7 +400,13 @@ impl Contexts {
             })
     }
 
-    fn publish(&self, d: &Arc<Daemon>, key: &ScopeKey, reading: Reading, dirs: Vec<PathBuf>) {
+    fn publish(
+        self: &Arc<Self>,
+        h: &Arc<Hub>,
+        key: &ScopeKey,
+        reading: Reading,
+        dirs: Vec<PathBuf>,
+    ) {
         let now = Instant::now();
         let scope: &str = &key.1;
         let mut changed = false;
@@ -417,7 +428,7 @@ impl Contexts {
                     .chain([p.name.to_string()])
                     .collect();
                 for k in &failed {
-                    d.cache.put_failed(k, Some(scope), why);
+                    h.cache.put_failed(k, Some(scope), why);
                 }
                 // Remembered like a value's keys, so that forgetting the context removes
                 // them (they were left behind: 3,400 failing contexts kept 604 MB after
@@ -425,7 +436,7 @@ impl Contexts {
                 // success goes now.
                 for old in &s.keys {
                     if !failed.contains(old) {
-                        d.cache.remove(old, Some(scope));
+                        h.cache.remove(old, Some(scope));
                     }
                 }
                 s.keys = failed;
@@ -433,7 +444,7 @@ impl Contexts {
                 changed = true;
             } else {
                 s.failures = 0;
-                let poll = d.settings().interval(p.name).unwrap_or(POLL);
+                let poll = h.settings().interval(p.name).unwrap_or(POLL);
                 s.next_read = now + reading.expires.map_or(poll, |e| e.min(poll));
                 let vals = values(p, &reading);
                 let whole = vals.last().map(|(_, v)| v.clone());
@@ -441,11 +452,11 @@ impl Contexts {
                     let keys: Vec<String> = vals.iter().map(|(k, _)| k.clone()).collect();
                     for old in &s.keys {
                         if !keys.contains(old) {
-                            d.cache.remove(old, Some(scope));
+                            h.cache.remove(old, Some(scope));
                         }
                     }
                     for (k, v) in vals {
-                        d.cache.put(&k, Some(scope), v);
+                        h.cache.put(&k, Some(scope), v);
                     }
                     s.keys = keys;
                     s.last = whole;
@@ -456,19 +467,19 @@ impl Contexts {
             (std::mem::replace(&mut s.dirs, dirs.clone()), dirs, s.uid)
         };
         if old_dirs != new_dirs {
-            self.rewatch(d, uid, new_dirs, old_dirs);
+            self.rewatch(h, uid, new_dirs, old_dirs);
         }
         if changed {
-            d.notify(Event::Path(key.1.clone()));
+            h.notify(Event::Path(key.1.clone()));
         }
     }
 
     /// Adds watches on `add` and removes those on `remove` in `uid`'s watcher, on a
     /// blocking thread in that user's slots (nobody waits for it).
-    fn rewatch(&self, d: &Arc<Daemon>, uid: u32, add: Vec<PathBuf>, remove: Vec<PathBuf>) {
+    fn rewatch(self: &Arc<Self>, h: &Arc<Hub>, uid: u32, add: Vec<PathBuf>, remove: Vec<PathBuf>) {
         let watches = self.watches_of(uid);
         let (tx, scopes) = (self.changed.clone(), self.scopes.clone());
-        let job = d.jobs.spawn(uid, move || {
+        let job = h.jobs.spawn(uid, move || {
             let mut w = watches.lock().unwrap_or_else(|e| e.into_inner());
             for dir in &add {
                 w.add(dir, &tx, &scopes);
@@ -480,29 +491,29 @@ impl Contexts {
         tokio::spawn(job);
     }
 
-    fn forget(&self, d: &Arc<Daemon>, key: &ScopeKey) {
+    fn forget(self: &Arc<Self>, h: &Arc<Hub>, key: &ScopeKey) {
         let Some(s) = self.scopes.lock().ok().and_then(|mut g| g.remove(key)) else {
             return;
         };
-        self.drop_scope(d, key, s);
+        self.drop_scope(h, key, s);
     }
 
-    fn drop_scope(&self, d: &Arc<Daemon>, key: &ScopeKey, s: Scope) {
+    fn drop_scope(self: &Arc<Self>, h: &Arc<Hub>, key: &ScopeKey, s: Scope) {
         for k in &s.keys {
-            d.cache.remove(k, Some(&key.1));
+            h.cache.remove(k, Some(&key.1));
         }
         if !s.dirs.is_empty() {
-            self.rewatch(d, s.uid, Vec::new(), s.dirs);
+            self.rewatch(h, s.uid, Vec::new(), s.dirs);
         }
     }
 
     /// Background work: file events (coalesced), expiry and the poll, forgetting idle
     /// contexts. Runs until the runtime stops; a second call returns at once.
-    pub async fn run(d: Arc<Daemon>) {
-        let Some(mut changes) = d.contexts.changes.lock().ok().and_then(|mut c| c.take()) else {
+    pub async fn run(self: Arc<Self>, h: Arc<Hub>) {
+        let Some(mut changes) = self.changes.lock().ok().and_then(|mut c| c.take()) else {
             return;
         };
-        let mut tick = tokio::time::interval(Duration::from_secs(1).min(d.config().poll_every));
+        let mut tick = tokio::time::interval(Duration::from_secs(1).min(h.timing().poll_every));
         loop {
             tokio::select! {
                 Some(first) = changes.recv() => {
@@ -514,30 +525,24 @@ impl Contexts {
                     while let Ok(p) = changes.try_recv() {
                         paths.push(p);
                     }
-                    let due: Vec<ScopeKey> = d.contexts.scopes.lock().map(|g| {
+                    let due: Vec<ScopeKey> = self.scopes.lock().map(|g| {
                         g.iter()
                             .filter(|(_, s)| paths.iter().any(|p| concerns(&s.watched, p)))
                             .map(|(k, _)| k.clone())
                             .collect()
                     }).unwrap_or_default();
                     for k in due {
-                        let _ = d.contexts.refresh(&d, k, false).await;
+                        let _ = self.refresh(&h, k, false).await;
                     }
                 }
-                _ = tick.tick() => {
-                    if d.puts.sweep(&d.cache) {
-                        d.notify(Event::System);
-                    }
-                    d.scripts.tick(&d).await;
-                    d.contexts.poll(&d).await
-                }
+                _ = tick.tick() => self.poll(&h).await,
             }
         }
     }
 
-    async fn poll(&self, d: &Arc<Daemon>) {
+    async fn poll(self: &Arc<Self>, h: &Arc<Hub>) {
         let now = Instant::now();
-        let idle_after = d.config().idle_after;
+        let idle_after = h.timing().idle_after;
         let (idle, due): (Vec<ScopeKey>, Vec<ScopeKey>) = {
             let Ok(g) = self.scopes.lock() else { return };
             let idle = g
@@ -556,13 +561,13 @@ impl Contexts {
         };
         let forgot = !idle.is_empty();
         for k in idle {
-            self.forget(d, &k);
+            self.forget(h, &k);
         }
         if forgot {
             crate::memory::trim();
         }
         for k in due {
-            let _ = self.refresh(d, k, false).await;
+            let _ = self.refresh(h, k, false).await;
         }
     }
 }

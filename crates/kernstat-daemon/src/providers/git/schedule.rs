@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, Notify};
 
 use super::{count_values, counts, read, values, GitCounts, GitInfo, COUNT_KEYS, GIT_KEYS};
 use crate::client_files::{Rights, Walk};
-use crate::server::{Daemon, Event};
+use crate::hub::{Event, Hub};
 
 /// Paths one user's git keys are kept for at once.
 pub const MAX_PATHS_PER_USER: usize = 128;
@@ -182,8 +182,8 @@ impl GitPaths {
     /// repository: read on first request or when its stamp moved, the counts too when
     /// `counts` is Await. Waits a bounded time; Err says why the cache may lack them.
     pub async fn ensure(
-        &self,
-        d: &Arc<Daemon>,
+        self: &Arc<Self>,
+        h: &Arc<Hub>,
         path: &str,
         rights: &Rights,
         counts: Counts,
@@ -198,7 +198,7 @@ impl GitPaths {
                     (true, p.stamping.clone(), p.stamp.clone())
                 }
                 None => {
-                    self.make_room(d, &mut g, uid);
+                    self.make_room(h, &mut g, uid);
                     g.insert(
                         scope.clone(),
                         GitPath::new(path, rights, uid, Instant::now()),
@@ -209,13 +209,13 @@ impl GitPaths {
         };
         let moved = match (known, stamping) {
             (false, _) => true,
-            (true, None) => d.cache.get("git.branch", Some(&scope)).is_none(),
+            (true, None) => h.cache.get("git.branch", Some(&scope)).is_none(),
             (true, Some(s)) => {
                 let now = if s.local {
                     Some(stamp_of(&s))
                 } else {
                     let s2 = s.clone();
-                    d.jobs
+                    h.jobs
                         .run(uid, STAMP_WAIT, move || stamp_of(&s2))
                         .await
                         .ok()
@@ -224,16 +224,16 @@ impl GitPaths {
             }
         };
         if moved {
-            self.refresh(d, &scope, Some(READ_WAIT)).await?;
+            self.refresh(h, &scope, Some(READ_WAIT)).await?;
         }
         if counts == Counts::Await && rights.uid().is_none() {
-            self.count(d, &scope, true).await?;
+            self.count(h, &scope, true).await?;
         }
         Ok(())
     }
 
     /// Forgets `uid`'s least recently asked paths until it has room for one more.
-    fn make_room(&self, d: &Daemon, g: &mut HashMap<String, GitPath>, uid: u32) {
+    fn make_room(&self, h: &Hub, g: &mut HashMap<String, GitPath>, uid: u32) {
         loop {
             let mine: Vec<(&String, &GitPath)> = g.iter().filter(|(_, p)| p.uid == uid).collect();
             if mine.len() < MAX_PATHS_PER_USER {
@@ -247,7 +247,7 @@ impl GitPaths {
                 return;
             };
             g.remove(&oldest);
-            d.cache.forget_path(&oldest);
+            h.cache.forget_path(&oldest);
         }
     }
 
@@ -256,8 +256,8 @@ impl GitPaths {
     /// watchers; the counts follow in the background when they are wanted and due.
     /// With `wait`, waits for the read that much at most.
     async fn refresh(
-        &self,
-        d: &Arc<Daemon>,
+        self: &Arc<Self>,
+        h: &Arc<Hub>,
         scope: &str,
         wait: Option<Duration>,
     ) -> Result<(), NotRead> {
@@ -277,11 +277,11 @@ impl GitPaths {
                         watch: (p.rights.uid().is_none() && p._watcher.is_none())
                             .then(|| (self.changed.clone(), scope.to_string())),
                     };
-                    let (d2, scope2, uid) = (d.clone(), scope.to_string(), p.uid);
+                    let (h2, me, scope2, uid) = (h.clone(), self.clone(), scope.to_string(), p.uid);
                     let done = n.clone();
                     tokio::spawn(async move {
-                        let out = d2.jobs.spawn(uid, move || job.run()).await;
-                        d2.git.finish_read(&d2, &scope2, out);
+                        let out = h2.jobs.spawn(uid, move || job.run()).await;
+                        me.finish_read(&h2, &scope2, out);
                         done.notify_waiters();
                     });
                     n
@@ -302,7 +302,7 @@ impl GitPaths {
         }
     }
 
-    fn finish_read(&self, d: &Arc<Daemon>, scope: &str, out: Option<ReadOut>) {
+    fn finish_read(self: &Arc<Self>, h: &Arc<Hub>, scope: &str, out: Option<ReadOut>) {
         let now = Instant::now();
         let mut count_now = false;
         {
@@ -312,7 +312,7 @@ impl GitPaths {
             match out.map(|o| (o.info, o.watcher, o.stamping)) {
                 Some((Ok(info), watcher, stamping)) => {
                     for (k, v) in values(&info) {
-                        d.cache.put(k, Some(scope), v);
+                        h.cache.put(k, Some(scope), v);
                     }
                     if watcher.is_some() {
                         p._watcher = watcher;
@@ -326,7 +326,7 @@ impl GitPaths {
                 Some((Err(e), _, stamping)) if e.kind() == std::io::ErrorKind::NotFound => {
                     // Not a repository: every key is null (a prompt asks again and again).
                     for (k, _) in GIT_KEYS {
-                        d.cache.put(k, Some(scope), b"null".to_vec());
+                        h.cache.put(k, Some(scope), b"null".to_vec());
                     }
                     p.stamping = stamping;
                     p.stamp = Vec::new();
@@ -334,7 +334,7 @@ impl GitPaths {
                 Some((Err(e), _, _)) => {
                     // Failing: back off 2 s, 4 s ... up to a minute; every key says why.
                     for (k, _) in GIT_KEYS {
-                        d.cache.put_failed(k, Some(scope), &e.to_string());
+                        h.cache.put_failed(k, Some(scope), &e.to_string());
                     }
                     p.failures += 1;
                     p.retry_at = now + Duration::from_secs(1u64 << p.failures.min(6));
@@ -345,18 +345,18 @@ impl GitPaths {
                 }
             }
         }
-        d.notify(Event::Path(scope.into()));
+        h.notify(Event::Path(scope.into()));
         if count_now {
-            let (d2, scope2) = (d.clone(), scope.to_string());
+            let (h2, me, scope2) = (h.clone(), self.clone(), scope.to_string());
             tokio::spawn(async move {
-                let _ = d2.git.count(&d2, &scope2, false).await;
+                let _ = me.count(&h2, &scope2, false).await;
             });
         }
     }
 
     /// Computes the counts of `scope`'s path with gix (the daemon's own user only), one
     /// computation at a time per path; with `wait`, waits for it (bounded).
-    async fn count(&self, d: &Arc<Daemon>, scope: &str, wait: bool) -> Result<(), NotRead> {
+    async fn count(self: &Arc<Self>, h: &Arc<Hub>, scope: &str, wait: bool) -> Result<(), NotRead> {
         let notify = {
             let mut g = self.lock();
             let Some(p) = g.get_mut(scope) else {
@@ -374,18 +374,19 @@ impl GitPaths {
                     let n = Arc::new(Notify::new());
                     p.counting = Some(n.clone());
                     p.counts_busy = true;
-                    let (d2, scope2, uid, done) = (d.clone(), scope.to_string(), p.uid, n.clone());
+                    let (h2, me, scope2, uid, done) =
+                        (h.clone(), self.clone(), scope.to_string(), p.uid, n.clone());
                     let dir = PathBuf::from(&p.path);
                     tokio::spawn(async move {
                         let t0 = Instant::now();
-                        let out = d2
+                        let out = h2
                             .jobs
                             .spawn(uid, move || {
                                 let info = read(&dir, &Rights::Own).map_err(|e| e.to_string())?;
                                 counts(&info)
                             })
                             .await;
-                        d2.git.finish_count(&d2, &scope2, out, t0.elapsed());
+                        me.finish_count(&h2, &scope2, out, t0.elapsed());
                         done.notify_waiters();
                     });
                     n
@@ -409,7 +410,7 @@ impl GitPaths {
 
     fn finish_count(
         &self,
-        d: &Arc<Daemon>,
+        h: &Arc<Hub>,
         scope: &str,
         out: Option<Result<GitCounts, String>>,
         took: Duration,
@@ -417,13 +418,13 @@ impl GitPaths {
         match out {
             Some(Ok(c)) => {
                 for (k, v) in count_values(&c) {
-                    d.cache.put(k, Some(scope), v);
+                    h.cache.put(k, Some(scope), v);
                 }
             }
             _ => {
                 // The file-only keys stand; the counts say they are unknown.
                 for k in COUNT_KEYS {
-                    d.cache.put(k, Some(scope), b"null".to_vec());
+                    h.cache.put(k, Some(scope), b"null".to_vec());
                 }
             }
         }
@@ -432,16 +433,16 @@ impl GitPaths {
             p.counts_busy = false;
             p.counts_next = Instant::now() + took * 50;
         }
-        d.notify(Event::Path(scope.into()));
+        h.notify(Event::Path(scope.into()));
     }
 
     /// Background work: inotify-triggered refreshes (coalesced), the poll timer,
     /// dropping idle paths. Runs until the runtime stops; a second call returns at once.
-    pub async fn run(d: Arc<Daemon>) {
-        let Some(mut changes) = d.git.changes.lock().ok().and_then(|mut c| c.take()) else {
+    pub async fn run(self: Arc<Self>, h: Arc<Hub>) {
+        let Some(mut changes) = self.changes.lock().ok().and_then(|mut c| c.take()) else {
             return;
         };
-        let mut tick = tokio::time::interval(d.config().poll_every);
+        let mut tick = tokio::time::interval(h.timing().poll_every);
         loop {
             tokio::select! {
                 Some(scope) = changes.recv() => {
@@ -454,17 +455,17 @@ impl GitPaths {
                     scopes.sort();
                     scopes.dedup();
                     for s in scopes {
-                        let _ = d.git.refresh(&d, &s, None).await;
+                        let _ = self.refresh(&h, &s, None).await;
                     }
                 }
-                _ = tick.tick() => d.git.poll(&d).await,
+                _ = tick.tick() => self.poll(&h).await,
             }
         }
     }
 
-    async fn poll(&self, d: &Arc<Daemon>) {
+    async fn poll(self: &Arc<Self>, h: &Arc<Hub>) {
         let now = Instant::now();
-        let idle_after = d.config().idle_after;
+        let idle_after = h.timing().idle_after;
         let (idle, due): (Vec<String>, Vec<String>) = {
             let g = self.lock();
             let idle = g
@@ -483,13 +484,13 @@ impl GitPaths {
             let mut g = self.lock();
             for s in &idle {
                 g.remove(s);
-                d.cache.forget_path(s);
+                h.cache.forget_path(s);
             }
             drop(g);
             crate::memory::trim();
         }
         for s in due {
-            let _ = self.refresh(d, &s, None).await;
+            let _ = self.refresh(h, &s, None).await;
         }
     }
 }
