@@ -84,7 +84,22 @@ impl Lookup {
         let mut replies: Vec<Option<Reply>> = vec![None; queries.len()];
         if let Some(snap) = self.snapshot() {
             let interval = snap.interval_ms();
+            // Per path: are the git values in memory still the repository's?
+            let mut current: Vec<(&str, bool)> = Vec::new();
             for (i, q) in queries.iter().enumerate() {
+                if let (true, Some(path)) = (q.key == "git" || q.key.starts_with("git."), q.path) {
+                    let fresh = match current.iter().find(|(p, _)| *p == path) {
+                        Some((_, f)) => *f,
+                        None => {
+                            let f = git_current(snap, path);
+                            current.push((path, f));
+                            f
+                        }
+                    };
+                    if !fresh {
+                        continue;
+                    }
+                }
                 let Some(stored) = snapshot_key(q).and_then(|k| snap.get(&k)) else {
                     continue;
                 };
@@ -259,6 +274,27 @@ impl Iterator for Follow {
         r.key = Some(self.key.clone());
         r.answered_by = Some("shm".into());
         Some(r)
+    }
+}
+
+/// Whether the snapshot's git values for `path` are the repository's now: the stamp the
+/// daemon took before its read (HEAD, index, the branch's ref, packed-refs, the stash
+/// log; or where a `.git` could appear) against the same files' `stat` now — a few
+/// microseconds, so that a prompt drawn right after `git checkout` or `git commit` never
+/// shows the state before it (it asks the daemon instead, which reads again).
+fn git_current(snap: &mut shm::Reader, path: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Stamp {
+        files: Vec<PathBuf>,
+        stamp: Vec<u64>,
+    }
+    use crate::providers::git::schedule::{stamp_files, STAMP_KEY};
+    let Some(v) = snap.get(&shm::stored_key(STAMP_KEY, Some(path))) else {
+        return false;
+    };
+    match serde_json::from_slice::<Stamp>(&v.bytes) {
+        Ok(s) => stamp_files(&s.files) == s.stamp,
+        Err(_) => false,
     }
 }
 

@@ -367,3 +367,135 @@ fn autostart_starts_one_user_daemon_for_many_clients() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The prompt drawn right after a command that changed the repository is never one
+/// command behind: after each of ten `git checkout -b`, the very next prompt shows the
+/// new branch; after `git add` the next one shows it dirty, after `git commit` clean.
+/// No Enter is pressed in between: the prompt checked is the one the shell drew when
+/// the command ended (the line after the command's own marker). zsh asks the daemon
+/// over its socket (which compares the repository's stamps before answering from its
+/// cache); bash's session reads the snapshot, whose stamps it compares itself.
+fn every_prompt_current(shell: &str, rc_name: &str, rc_body: &str, argv: &[&str]) {
+    if !kernstat_testkit::tool_gate(shell) || !kernstat_testkit::tool_gate("tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = DaemonProc::start(&["--no-bpf"]);
+    let r = repo(dir.path());
+    let rc = dir.path().join(rc_name);
+    std::fs::write(
+        &rc,
+        rc_body
+            .replace("@KS@", kernstat().to_str().unwrap())
+            .replace("@SOCK@", d.sock.to_str().unwrap()),
+    )
+    .unwrap();
+    let argv: Vec<String> = argv
+        .iter()
+        .map(|a| a.replace("@RC@", rc.to_str().unwrap()))
+        .collect();
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let zdotdir = dir.path().to_str().unwrap().to_string();
+    let git_env = [
+        ("ZDOTDIR", zdotdir.as_str()),
+        ("GIT_AUTHOR_NAME", "t"),
+        ("GIT_AUTHOR_EMAIL", "t@example.invalid"),
+        ("GIT_COMMITTER_NAME", "t"),
+        ("GIT_COMMITTER_EMAIL", "t@example.invalid"),
+    ];
+    let pane = Pane::start(dir.path(), &r, &git_env, &argv);
+    pane.wait_prompt("<main|false>");
+    // The prompt the shell drew after the line that says `marker` (never pressing Enter).
+    let after = |marker: &str| -> String {
+        let t = Instant::now();
+        loop {
+            let screen = pane.screen();
+            let lines: Vec<&str> = screen.lines().collect();
+            if let Some(i) = lines.iter().rposition(|l| l.trim() == marker) {
+                if let Some(p) = lines[i + 1..].iter().find(|l| l.starts_with('<')) {
+                    return p.to_string();
+                }
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "no prompt after {marker}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let mut right = 0;
+    for i in 1..=10 {
+        pane.send(&format!("clear; git checkout -q -b b{i}; echo M{i}"));
+        let p = after(&format!("M{i}"));
+        assert!(
+            p.starts_with(&format!("<b{i}|")),
+            "{shell}: after checkout {i}: {p}"
+        );
+        right += 1;
+    }
+    assert_eq!(right, 10);
+    pane.send("clear; echo x > f; git add f; echo ADDED");
+    let p = after("ADDED");
+    assert!(p.starts_with("<b10|true>"), "{shell}: after git add: {p}");
+    pane.send("clear; git commit -qm f; echo COMMITTED");
+    let p = after("COMMITTED");
+    assert!(
+        p.starts_with("<b10|false>"),
+        "{shell}: after git commit: {p}"
+    );
+    pane.send("exit");
+    drop(d);
+}
+
+#[test]
+fn zsh_prompt_is_never_one_command_behind() {
+    every_prompt_current(
+        "zsh",
+        ".zshrc",
+        "eval \"$('@KS@' init zsh --socket '@SOCK@' --keys git.branch,git.dirty)\"\n\
+         setopt prompt_subst\n\
+         PS1='<${KS_GIT_BRANCH}|${KS_GIT_DIRTY}>%# '\n",
+        &["zsh", "-d", "-i"],
+    );
+}
+
+#[test]
+fn bash_prompt_is_never_one_command_behind() {
+    every_prompt_current(
+        "bash",
+        "bashrc",
+        "eval \"$('@KS@' init bash --socket '@SOCK@' --keys git.branch,git.dirty)\"\n\
+         PS1='<${KS_GIT_BRANCH}|${KS_GIT_DIRTY}>\\$ '\n",
+        &["bash", "--noprofile", "--rcfile", "@RC@", "-i"],
+    );
+}
+
+/// With `prompt_subst`, a `%` in a value is a prompt escape unless the prompt doubles
+/// it, as the README's does (`${VAR//\%/%%}`): a value `%F{red}x` is drawn as it is.
+#[test]
+fn zsh_prompt_draws_percent_signs_as_they_are() {
+    if !kernstat_testkit::tool_gate("zsh") || !kernstat_testkit::tool_gate("tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = DaemonProc::start(&["--no-bpf"]);
+    d.put("var.p", "%F{red}x%#");
+    std::fs::write(
+        dir.path().join(".zshrc"),
+        format!(
+            "eval \"$('{}' init zsh --socket '{}' --keys var.p)\"\nsetopt prompt_subst\nPS1='<${{KS_VAR_P//\\%/%%}}>%# '\n",
+            kernstat().display(),
+            d.sock.display()
+        ),
+    )
+    .unwrap();
+    let zdotdir = dir.path().to_str().unwrap().to_string();
+    let pane = Pane::start(
+        dir.path(),
+        dir.path(),
+        &[("ZDOTDIR", &zdotdir)],
+        &["zsh", "-d", "-i"],
+    );
+    pane.wait_prompt("<%F{red}x%#>");
+    pane.send("exit");
+}

@@ -45,6 +45,9 @@ const STAMP_WAIT: Duration = Duration::from_millis(500);
 struct Stamping {
     dirs: Dirs,
     local: bool,
+    /// The files stamped, by path, in the order of the stamp (published for readers of
+    /// the snapshot, who compare the same `stat`s themselves).
+    files: Vec<PathBuf>,
 }
 
 #[derive(Clone)]
@@ -80,6 +83,8 @@ struct GitPath {
     /// The repository's state when last read.
     stamping: Option<Stamping>,
     stamp: Vec<u64>,
+    /// The stamp the last count started from (None: never counted).
+    counted: Option<Vec<u64>>,
 }
 
 impl GitPath {
@@ -99,6 +104,7 @@ impl GitPath {
             counting: None,
             stamping: None,
             stamp: Vec::new(),
+            counted: None,
         }
     }
 }
@@ -226,7 +232,14 @@ impl GitPaths {
         if moved {
             self.refresh(h, &scope, Some(READ_WAIT)).await?;
         }
-        if counts == Counts::Await && rights.uid().is_none() {
+        // The counts again only when the repository moved since they were made: `git
+        // add` and `git commit` move the index, so the next prompt's dirty and staged are
+        // current; edits in the work tree alone reach them through the poll.
+        let stale = self
+            .lock()
+            .get(&scope)
+            .is_some_and(|p| p.counted.as_ref() != Some(&p.stamp));
+        if counts == Counts::Await && rights.uid().is_none() && stale {
             self.count(h, &scope, true).await?;
         }
         Ok(())
@@ -274,6 +287,10 @@ impl GitPaths {
                     let job = ReadJob {
                         path: PathBuf::from(&p.path),
                         rights: p.rights.clone(),
+                        branch_ref: p.stamping.as_ref().and_then(|s| match &s.dirs {
+                            Dirs::Repo { branch_ref, .. } => branch_ref.clone(),
+                            Dirs::Outside(_) => None,
+                        }),
                         watch: (p.rights.uid().is_none() && p._watcher.is_none())
                             .then(|| (self.changed.clone(), scope.to_string())),
                     };
@@ -309,29 +326,32 @@ impl GitPaths {
             let mut g = self.lock();
             let Some(p) = g.get_mut(scope) else { return };
             p.reading = None;
-            match out.map(|o| (o.info, o.watcher, o.stamping)) {
-                Some((Ok(info), watcher, stamping)) => {
+            match out.map(|o| (o.info, o.watcher, o.stamping, o.stamp)) {
+                Some((Ok(info), watcher, stamping, stamp)) => {
                     for (k, v) in values(&info) {
                         h.cache.put(k, Some(scope), v);
                     }
                     if watcher.is_some() {
                         p._watcher = watcher;
                     }
-                    p.stamp = stamping.as_ref().map(stamp_of).unwrap_or_default();
+                    publish_stamp(h, scope, &p.rights, stamping.as_ref(), &stamp);
+                    p.stamp = stamp;
                     p.stamping = stamping;
                     p.failures = 0;
                     p.retry_at = now;
                     count_now = p.wants_counts && p.counts_next <= now && !p.counts_busy;
                 }
-                Some((Err(e), _, stamping)) if e.kind() == std::io::ErrorKind::NotFound => {
-                    // Not a repository: every key is null (a prompt asks again and again).
+                Some((Err(e), _, stamping, stamp)) if e.kind() == std::io::ErrorKind::NotFound => {
+                    // Not a repository: every key is null (a prompt asks again and again),
+                    // until a `.git` appears in the directory or one above it.
                     for (k, _) in GIT_KEYS {
                         h.cache.put(k, Some(scope), b"null".to_vec());
                     }
+                    publish_stamp(h, scope, &p.rights, stamping.as_ref(), &stamp);
                     p.stamping = stamping;
-                    p.stamp = Vec::new();
+                    p.stamp = stamp;
                 }
-                Some((Err(e), _, _)) => {
+                Some((Err(e), _, _, _)) => {
                     // Failing: back off 2 s, 4 s ... up to a minute; every key says why.
                     for (k, _) in GIT_KEYS {
                         h.cache.put_failed(k, Some(scope), &e.to_string());
@@ -374,6 +394,7 @@ impl GitPaths {
                     let n = Arc::new(Notify::new());
                     p.counting = Some(n.clone());
                     p.counts_busy = true;
+                    p.counted = Some(p.stamp.clone());
                     let (h2, me, scope2, uid, done) =
                         (h.clone(), self.clone(), scope.to_string(), p.uid, n.clone());
                     let dir = PathBuf::from(&p.path);
@@ -499,6 +520,8 @@ impl GitPaths {
 struct ReadJob {
     path: PathBuf,
     rights: Rights,
+    /// The branch's ref as last read (its file is part of the stamp).
+    branch_ref: Option<String>,
     /// Start watching the repository (the daemon's own user, not yet watched): where
     /// events go, and under which scope.
     watch: Option<(mpsc::UnboundedSender<String>, String)>,
@@ -508,16 +531,31 @@ struct ReadOut {
     info: std::io::Result<GitInfo>,
     watcher: Option<notify::RecommendedWatcher>,
     stamping: Option<Stamping>,
+    /// The repository's stamp taken *before* the read: a change during the read makes
+    /// the next request's stamp differ, and it reads again.
+    stamp: Vec<u64>,
 }
 
 impl ReadJob {
     fn run(self) -> ReadOut {
+        let before = stamping(&self.path, &self.rights, self.branch_ref.clone());
+        let stamp = before.as_ref().map(stamp_of).unwrap_or_default();
         let info = read(&self.path, &self.rights);
         let branch_ref = info
             .as_ref()
             .ok()
             .and_then(|i| i.branch.as_ref().map(|b| format!("refs/heads/{b}")));
-        let stamping = stamping(&self.path, &self.rights, branch_ref);
+        // The descriptors for the next checks, with the branch now read (a new branch
+        // makes the stamps differ in length: one read more, then they agree).
+        let stamping = match before {
+            Some(s)
+                if branch_ref == self.branch_ref
+                    && matches!(s.dirs, Dirs::Repo { .. }) == info.is_ok() =>
+            {
+                Some(s)
+            }
+            _ => stamping(&self.path, &self.rights, branch_ref),
+        };
         let watcher = match (&info, self.watch) {
             (Ok(i), Some((tx, scope))) => watch_repo(i, tx, scope),
             _ => None,
@@ -526,6 +564,7 @@ impl ReadJob {
             info,
             watcher,
             stamping,
+            stamp,
         }
     }
 }
@@ -539,19 +578,34 @@ fn stamping(
 ) -> Option<Stamping> {
     let dup = |w: &Walk| w.fd().try_clone_to_owned().ok();
     match super::files::dirs(path, rights) {
-        Ok((git, common)) => Some(Stamping {
-            local: is_local(&git),
-            dirs: Dirs::Repo {
-                git: Arc::new(dup(&git)?),
-                common: Arc::new(dup(&common)?),
-                branch_ref,
-            },
-        }),
+        Ok((git, common)) => {
+            let (g, c) = (git.path(), common.path());
+            let mut files = vec![
+                g.join("HEAD"),
+                g.join("index"),
+                c.join("packed-refs"),
+                c.join("logs/refs/stash"),
+            ];
+            if let Some(r) = &branch_ref {
+                files.push(c.join(r));
+            }
+            Some(Stamping {
+                local: is_local(&git),
+                files,
+                dirs: Dirs::Repo {
+                    git: Arc::new(dup(&git)?),
+                    common: Arc::new(dup(&common)?),
+                    branch_ref,
+                },
+            })
+        }
         Err(_) => {
             let mut w = Walk::to(path, rights).ok()?;
             let local = is_local(&w);
             let mut levels = Vec::with_capacity(w.depth() + 1);
+            let mut files = Vec::with_capacity(w.depth() + 1);
             loop {
+                files.push(w.path().join(".git"));
                 levels.push(dup(&w)?);
                 if w.depth() == 0 {
                     break;
@@ -560,6 +614,7 @@ fn stamping(
             }
             Some(Stamping {
                 local,
+                files,
                 dirs: Dirs::Outside(Arc::new(levels)),
             })
         }
@@ -620,6 +675,44 @@ fn stamp_of(s: &Stamping) -> Vec<u64> {
             for l in levels.iter() {
                 one(l, ".git");
             }
+        }
+    }
+    out
+}
+
+/// Publishes the stamp a read was made at (key `git.stamp`, the daemon's own user only:
+/// the snapshot holds per-path keys for it alone), so that a reader of the snapshot can
+/// tell a cached git value from one the repository has moved past: it `stat`s the same
+/// files and compares (lookup.rs).
+fn publish_stamp(h: &Hub, scope: &str, rights: &Rights, s: Option<&Stamping>, stamp: &[u64]) {
+    let Some(s) = s.filter(|_| rights.uid().is_none()) else {
+        return;
+    };
+    let v = serde_json::json!({ "files": s.files, "stamp": stamp });
+    h.cache.put(
+        STAMP_KEY,
+        Some(scope),
+        serde_json::to_vec(&v).unwrap_or_default(),
+    );
+}
+
+/// Where a path's stamp is published (not a key of `get --list`).
+pub const STAMP_KEY: &str = "git.stamp";
+
+/// The stamp of `files` now, as the daemon takes it: for each, (inode, size,
+/// modification ns, change ns), zeros for one that is absent.
+pub fn stamp_files(files: &[PathBuf]) -> Vec<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::with_capacity(files.len() * 4);
+    for f in files {
+        match std::fs::symlink_metadata(f) {
+            Ok(m) => out.extend([
+                m.ino(),
+                m.size(),
+                (m.mtime() as u64).wrapping_mul(1_000_000_000) + m.mtime_nsec() as u64,
+                (m.ctime() as u64).wrapping_mul(1_000_000_000) + m.ctime_nsec() as u64,
+            ]),
+            Err(_) => out.extend([0, 0, 0, 0]),
         }
     }
     out
