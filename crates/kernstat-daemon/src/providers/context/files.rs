@@ -14,8 +14,14 @@ pub fn text(buf: Vec<u8>) -> String {
     }
 }
 
-/// One INI section's `key = value` pairs, for the section whose header (inside the
-/// brackets, trimmed) equals `section`. Comments start with `#` or `;`.
+/// One INI section's `key = value` pairs, as aws and gcloud write their files. Kept by
+/// hand after a comparison (release, 100,000 parses of an aws config with profiles, an
+/// sso-session and a nested `s3 =` block): rust-ini 0.21 gave the same pairs for every
+/// section (it too lists the nested block's lines as keys of the profile, where botocore
+/// would fold them into `s3`; no field kernstat reads is among them) at 5.2 µs a parse,
+/// configparser 3 at 3.7 µs, this 0.46 µs — and a prompt reads these files after every
+/// change. The section is the one whose header (inside the brackets, trimmed) equals
+/// `section`; comments start with `#` or `;`.
 pub fn ini_section<'a>(text: &'a str, section: &str) -> Vec<(&'a str, &'a str)> {
     let mut inside = false;
     let mut out = Vec::new();

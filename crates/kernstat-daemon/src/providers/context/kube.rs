@@ -3,13 +3,17 @@
 //! `~/.kube/config` — merged as kubectl merges them: the first file that sets
 //! `current-context` wins, and the first file that defines a context wins for its fields.
 //!
-//! kubeconfigs are YAML as kubectl writes it (block style); a line scanner reads the two
-//! things needed (`current-context`, and `name`/`namespace`/`cluster`/`user` of each
-//! `contexts` entry) in about a microsecond, where a YAML parser would build the whole
-//! document, certificates included. A file that starts with `{` is JSON (also valid
-//! YAML) and is read with serde_json.
+//! kubeconfigs are YAML in whatever style the tool that wrote them chose — kubectl's
+//! block style, kind's and k3d's, `aws eks update-kubeconfig`'s, flow style written by
+//! hand or by scripts (`- context: {cluster: c1, namespace: payments}`), anchors and
+//! aliases, JSON — so they are parsed by a YAML parser (serde-saphyr: maintained, pure
+//! Rust, panic-free, and bounded by its budget against alias bombs, since a KUBECONFIG
+//! a client names is untrusted), into just the fields needed; the rest of the document
+//! (certificates included) is skipped. A file is re-read only when it changes.
 
 use std::path::PathBuf;
+
+use serde::Deserialize;
 
 use super::{Ctx, Provider, Reading, Scope};
 
@@ -54,114 +58,74 @@ pub struct KubeConfig {
     pub contexts: Vec<Context>,
 }
 
-/// A YAML scalar as written on one line: quotes removed, a trailing comment dropped.
-fn scalar(v: &str) -> Option<String> {
-    let v = v.trim();
-    let s = if let Some(inner) = v.strip_prefix('"') {
-        inner
-            .rsplit_once('"')
-            .map(|(s, _)| s.replace("\\\"", "\""))?
-    } else if let Some(inner) = v.strip_prefix('\'') {
-        inner.rsplit_once('\'').map(|(s, _)| s.replace("''", "'"))?
-    } else {
-        let v = match v.find(" #") {
-            Some(i) => &v[..i],
-            None => v,
+/// The parts of a kubeconfig read (serde skips the rest).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct File {
+    #[serde(rename = "current-context")]
+    current: Option<Scalar>,
+    contexts: Option<Vec<NamedContext>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct NamedContext {
+    name: Option<Scalar>,
+    context: Option<ContextFields>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ContextFields {
+    namespace: Option<Scalar>,
+    cluster: Option<Scalar>,
+    user: Option<Scalar>,
+}
+
+/// A scalar where a string is expected: a namespace written `123` or `true` is still
+/// that text (kubectl quotes them; a hand-written file may not).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Scalar {
+    Text(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl Scalar {
+    fn text(self) -> Option<String> {
+        let s = match self {
+            Scalar::Text(s) => s,
+            Scalar::Int(i) => i.to_string(),
+            Scalar::Float(f) => f.to_string(),
+            Scalar::Bool(b) => b.to_string(),
         };
-        let v = v.trim();
-        if v == "null" || v == "~" {
-            return None;
-        }
-        v.to_string()
-    };
-    (!s.is_empty()).then_some(s)
+        (!s.is_empty()).then_some(s)
+    }
 }
 
-fn indent(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
-}
-
-/// Parses a kubeconfig's text (block YAML as kubectl writes it, or JSON).
+/// Parses a kubeconfig's text (any YAML, or JSON); one that does not parse says nothing.
 pub fn parse(text: &str) -> KubeConfig {
-    if text.trim_start().starts_with('{') {
-        return parse_json(text);
-    }
-    let mut cfg = KubeConfig::default();
-    let mut in_contexts = false;
-    // The indentation of the current entry's own keys (`name`, `context`).
-    let mut item_indent = usize::MAX;
-    for raw in text.lines() {
-        let line = raw.trim_end();
-        let trimmed = line.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let ind = indent(line);
-        if ind == 0 && !trimmed.starts_with('-') {
-            in_contexts = false;
-            if let Some((k, v)) = trimmed.split_once(':') {
-                match k.trim() {
-                    "current-context" => cfg.current = scalar(v),
-                    "contexts" => {
-                        in_contexts = true;
-                        item_indent = usize::MAX;
-                    }
-                    _ => {}
-                }
-            }
-            continue;
-        }
-        if !in_contexts {
-            continue;
-        }
-        let (ind, body) = match trimmed
-            .strip_prefix("- ")
-            .or(trimmed.strip_prefix('-').filter(|r| r.is_empty()))
-        {
-            Some(rest) => {
-                cfg.contexts.push(Context::default());
-                item_indent = ind + 2 + indent(rest);
-                (item_indent, rest.trim_start())
-            }
-            None => (ind, trimmed),
-        };
-        let Some(cur) = cfg.contexts.last_mut() else {
-            continue;
-        };
-        let Some((k, v)) = body.split_once(':') else {
-            continue;
-        };
-        match (k.trim(), ind.cmp(&item_indent)) {
-            ("name", std::cmp::Ordering::Equal) => cur.name = scalar(v).unwrap_or_default(),
-            ("namespace", std::cmp::Ordering::Greater) => cur.namespace = scalar(v),
-            ("cluster", std::cmp::Ordering::Greater) => cur.cluster = scalar(v),
-            ("user", std::cmp::Ordering::Greater) => cur.user = scalar(v),
-            _ => {}
-        }
-    }
-    cfg
-}
-
-fn parse_json(text: &str) -> KubeConfig {
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
+    let Ok(f) = serde_saphyr::from_str::<File>(text) else {
         return KubeConfig::default();
     };
-    let s = |v: &serde_json::Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_string);
     KubeConfig {
-        current: s(&v["current-context"]),
-        contexts: v["contexts"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|c| Context {
-                        name: s(&c["name"]).unwrap_or_default(),
-                        namespace: s(&c["context"]["namespace"]),
-                        cluster: s(&c["context"]["cluster"]),
-                        user: s(&c["context"]["user"]),
-                    })
-                    .collect()
+        current: f.current.and_then(Scalar::text),
+        contexts: f
+            .contexts
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| {
+                let body = c.context.unwrap_or_default();
+                Context {
+                    name: c.name.and_then(Scalar::text).unwrap_or_default(),
+                    namespace: body.namespace.and_then(Scalar::text),
+                    cluster: body.cluster.and_then(Scalar::text),
+                    user: body.user.and_then(Scalar::text),
+                }
             })
-            .unwrap_or_default(),
+            .collect(),
     }
 }
 
@@ -239,5 +203,112 @@ mod tests {
         let c = parse(j);
         assert_eq!(c.current.as_deref(), Some("x"));
         assert_eq!(c.contexts[0].namespace.as_deref(), Some("y"));
+    }
+}
+
+/// The forms tools write, each parsed to what kubectl would show for it.
+#[cfg(test)]
+mod forms {
+    use super::*;
+
+    /// (what wrote it, the file, the current context, namespace, cluster, user)
+    const FORMS: &[(&str, &str, &str, &str, &str, &str)] = &[
+        (
+            "kubectl config set-context / use-context",
+            "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: LS0tLS1CRUdJTg==\n    server: https://127.0.0.1:6443\n  name: prod\ncontexts:\n- context:\n    cluster: prod\n    namespace: payments\n    user: admin\n  name: prod\n- context:\n    cluster: prod\n    user: admin\n  name: other\ncurrent-context: prod\nkind: Config\npreferences: {}\nusers:\n- name: admin\n  user:\n    client-certificate-data: LS0t\n    client-key-data: LS0t\n",
+            "prod", "payments", "prod", "admin",
+        ),
+        (
+            "kind export kubeconfig",
+            "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: LS0t\n    server: https://127.0.0.1:39397\n  name: kind-kind\ncontexts:\n- context:\n    cluster: kind-kind\n    user: kind-kind\n  name: kind-kind\ncurrent-context: kind-kind\nkind: Config\npreferences: {}\nusers:\n- name: kind-kind\n  user:\n    client-certificate-data: LS0t\n",
+            "kind-kind", "default", "kind-kind", "kind-kind",
+        ),
+        (
+            "k3d kubeconfig merge",
+            "apiVersion: v1\nclusters:\n- cluster:\n    server: https://0.0.0.0:6550\n  name: k3d-dev\ncontexts:\n- context:\n    cluster: k3d-dev\n    user: admin@k3d-dev\n  name: k3d-dev\ncurrent-context: k3d-dev\nkind: Config\npreferences: {}\nusers:\n- name: admin@k3d-dev\n  user:\n    client-certificate-data: LS0t\n",
+            "k3d-dev", "default", "k3d-dev", "admin@k3d-dev",
+        ),
+        (
+            "minikube start (extensions in the context)",
+            "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority: /home/u/.minikube/ca.crt\n    extensions:\n    - extension:\n        last-update: Mon, 01 Jan 2024 10:00:00 UTC\n        provider: minikube.sigs.k8s.io\n        version: v1.32.0\n      name: cluster_info\n    server: https://192.168.49.2:8443\n  name: minikube\ncontexts:\n- context:\n    cluster: minikube\n    extensions:\n    - extension:\n        last-update: Mon, 01 Jan 2024 10:00:00 UTC\n        provider: minikube.sigs.k8s.io\n        version: v1.32.0\n      name: context_info\n    namespace: default\n    user: minikube\n  name: minikube\ncurrent-context: minikube\nkind: Config\npreferences: {}\nusers:\n- name: minikube\n  user:\n    client-certificate: /home/u/.minikube/profiles/minikube/client.crt\n",
+            "minikube", "default", "minikube", "minikube",
+        ),
+        (
+            "aws eks update-kubeconfig (ARNs with colons, exec args)",
+            "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: LS0t\n    server: https://ABC.gr7.us-west-2.eks.amazonaws.com\n  name: arn:aws:eks:us-west-2:123456789012:cluster/demo\ncontexts:\n- context:\n    cluster: arn:aws:eks:us-west-2:123456789012:cluster/demo\n    user: arn:aws:eks:us-west-2:123456789012:cluster/demo\n  name: arn:aws:eks:us-west-2:123456789012:cluster/demo\ncurrent-context: arn:aws:eks:us-west-2:123456789012:cluster/demo\nkind: Config\npreferences: {}\nusers:\n- name: arn:aws:eks:us-west-2:123456789012:cluster/demo\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      args:\n      - --region\n      - us-west-2\n      - eks\n      - get-token\n      - --cluster-name\n      - demo\n      command: aws\n",
+            "arn:aws:eks:us-west-2:123456789012:cluster/demo", "default",
+            "arn:aws:eks:us-west-2:123456789012:cluster/demo",
+            "arn:aws:eks:us-west-2:123456789012:cluster/demo",
+        ),
+        (
+            "flow style, as the issue found it",
+            "contexts:\n- context: {cluster: c1, user: u1, namespace: payments}\n  name: c1\ncurrent-context: c1\n",
+            "c1", "payments", "c1", "u1",
+        ),
+        (
+            "flow style, the whole list",
+            "{contexts: [{name: a, context: {cluster: ca, user: ua}}, {name: b, context: {namespace: nb, cluster: cb, user: ub}}], current-context: b}\n",
+            "b", "nb", "cb", "ub",
+        ),
+        (
+            "anchors, an alias and a merge key",
+            "x-base: &base\n  cluster: shared\n  user: ops\ncontexts:\n- name: staging\n  context:\n    <<: *base\n    namespace: staging\n- name: copy\n  context: *base\ncurrent-context: staging\n",
+            "staging", "staging", "shared", "ops",
+        ),
+        (
+            "JSON (kubectl config view -o json)",
+            "{\"kind\":\"Config\",\"apiVersion\":\"v1\",\"contexts\":[{\"name\":\"j\",\"context\":{\"cluster\":\"cj\",\"user\":\"uj\",\"namespace\":\"nj\"}}],\"current-context\":\"j\"}",
+            "j", "nj", "cj", "uj",
+        ),
+        (
+            "quoted, commented, a numeric namespace",
+            "# written by hand\ncontexts:\n  - name: \"q\" # the one\n    context:\n      cluster: 'c q'\n      user: u\n      namespace: 2024\ncurrent-context: 'q'\n",
+            "q", "2024", "c q", "u",
+        ),
+    ];
+
+    #[test]
+    fn every_form_reads_as_kubectl_shows_it() {
+        for (what, text, current, namespace, cluster, user) in FORMS {
+            let home = tempfile::tempdir().unwrap();
+            std::fs::create_dir(home.path().join(".kube")).unwrap();
+            std::fs::write(home.path().join(".kube/config"), text).unwrap();
+            let env = super::super::Env::Given(
+                [("HOME".to_string(), home.path().display().to_string())].into(),
+            );
+            let r = super::super::read_now(&PROVIDER, None, &env, None);
+            assert_eq!(r.error, None, "{what}");
+            let field = |f: &str| r.get(f).and_then(|v| v.as_str()).unwrap_or("").to_string();
+            assert_eq!(
+                (
+                    field("context"),
+                    field("namespace"),
+                    field("cluster"),
+                    field("user")
+                ),
+                (
+                    current.to_string(),
+                    namespace.to_string(),
+                    cluster.to_string(),
+                    user.to_string()
+                ),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_not_expanded() {
+        let mut bomb = String::from("a: &a [x,x,x,x,x,x,x,x,x,x]\n");
+        for i in 1..12 {
+            let prev = (b'a' + (i - 1) as u8) as char;
+            let this = (b'a' + i as u8) as char;
+            bomb.push_str(&format!(
+                "{this}: &{this} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"
+            ));
+        }
+        bomb.push_str("current-context: x\n");
+        // 10^12 nodes if expanded: the budget stops it, and nothing is read.
+        assert_eq!(parse(&bomb), KubeConfig::default());
     }
 }

@@ -14,10 +14,12 @@
 //! Why not gix here, as for the counts: opening a repository with gix reads its config
 //! and refs with the daemon's rights through std I/O (links followed, no size cap, a
 //! FIFO blocks) — fine for a user's own daemon, where the counts run, but not for keys
-//! the system daemon serves every user. What is parsed by hand is small and git's own
-//! format for it is fixed: a ref file (`ref: NAME` or an id), packed-refs lines, and
-//! the first 256 bytes of a loose annotated tag (`object ID`). The config file is
-//! parsed with gix-config.
+//! the system daemon serves every user; and it costs: measured on this VM (release,
+//! 2,000 runs, a repository with one loose annotated tag), `gix::open` and peeling the
+//! tag took 141 µs, peeling in a repository kept open 28 µs, the 256 bytes read here
+//! 7.6 µs. What is parsed by hand is small and git's own format for it is fixed: a ref
+//! file (`ref: NAME` or an id), packed-refs lines, and the first 256 bytes of a loose
+//! annotated tag (`object ID`). The config file is parsed with gix-config.
 
 use std::io::{self, BufRead};
 use std::path::Path;
