@@ -17,7 +17,7 @@ use kernstat_render::{BarFormat, BarRenderer, Template, TickInfo, FIELDS};
 
 use crate::alloc::allocations;
 use crate::cli::{BarArgs, FormatArg};
-use crate::collect::{CollectOptions, Collector};
+use crate::collect::Collector;
 use crate::instance::{self, FollowEnd, Leader, Role};
 use crate::privileges;
 use crate::selfcost::SelfCost;
@@ -57,32 +57,6 @@ fn config_string(args: &BarArgs) -> String {
         args.self_cost,
         args.source.root,
     )
-}
-
-pub(crate) fn collect_options(src: &crate::cli::SourceArgs) -> CollectOptions {
-    let mut roots = kernstat_sources::Roots::default();
-    if let Some(r) = &src.root {
-        roots.proc = r.join("proc");
-        roots.sys = r.join("sys");
-    }
-    CollectOptions {
-        no_bpf: src.no_bpf,
-        temp: src.temp.clone(),
-        roots,
-    }
-}
-
-/// Opens the collector and says once on stderr if BPF could not be used.
-pub(crate) fn open_collector(src: &crate::cli::SourceArgs) -> anyhow::Result<Collector> {
-    let c = Collector::open(&collect_options(src)).context("opening /proc")?;
-    if let (Source::Procfs, Some(why)) = (c.source(), &c.fallback_reason) {
-        if !src.no_bpf {
-            eprintln!(
-                "kernstat: BPF unavailable ({why}); reading /proc instead (\"source\": \"procfs\")"
-            );
-        }
-    }
-    Ok(c)
 }
 
 /// Runs `kernstat bar`; returns the exit status.
@@ -315,7 +289,7 @@ struct Loop {
 
 impl Loop {
     fn new(args: &BarArgs, template: Template, format: BarFormat) -> anyhow::Result<Self> {
-        let collector = open_collector(&args.source)?;
+        let collector = crate::collect::open_collector(&args.source)?;
         Ok(Loop {
             collector,
             prev: RawSample::default(),

@@ -16,8 +16,8 @@ use anyhow::{bail, Context};
 use kernstat_daemon::{client::SYSTEM_SOCKET, Access, Config, Daemon};
 use kernstat_model::{Model, ModelOptions, RawSample, Source};
 
-use crate::bar::open_collector;
 use crate::cli::DaemonArgs;
+use crate::collect::open_collector;
 use crate::exporter::MetricsSources;
 use crate::privileges::{self, Dropped};
 use crate::signals::{Signals, Wake};
@@ -46,80 +46,193 @@ fn raise_fd_limit() {
     }
 }
 
-/// Runs `kernstat daemon`; returns the exit status.
+/// Runs `kernstat daemon`; returns the exit status. Wiring only: each step below is a
+/// function, in the order least privilege needs.
 pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
     crate::autostart::adopt_lock();
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    if args.system && euid != 0 {
-        bail!(
-            "--system needs root: it loads BPF and binds {SYSTEM_SOCKET}, then switches to --user {}",
-            args.user
-        );
-    }
-    let switch_to = if args.system {
-        Some(
-            kernstat_sources::users::by_name_or_uid(&args.user)
-                .with_context(|| format!("--user {}: no such user", args.user))?,
-        )
-    } else {
-        None
+    let plan = Plan::from_args(args)?;
+    let mut opened = match Opened::while_privileged(args, &plan)? {
+        Ok(o) => o,
+        Err(code) => return Ok(code),
     };
-    let mut allowed = Vec::new();
-    for a in &args.allow {
-        let u = kernstat_sources::users::by_name_or_uid(a)
-            .with_context(|| format!("--allow {a}: no such user"))?;
-        allowed.push(u.uid);
-    }
-    let access = if !allowed.is_empty() {
-        Access {
-            uids: Some(allowed),
-        }
-    } else if args.system {
-        Access { uids: None }
-    } else {
-        Access {
-            uids: Some(vec![euid]),
-        }
+    let dropped = drop_privileges(&plan, &mut opened)?;
+    let daemon = make_daemon(args, &plan, &mut opened)?;
+    let (tx, rx) = mpsc::channel::<Msg>();
+    wire_refresh_and_signals(&daemon, tx, opened.signals.take())?;
+    let serving = Serving::start(&daemon, &mut opened)?;
+    say_listening(args, &plan, &opened, dropped);
+    let opts = ModelOptions {
+        include_kthreads: args.kthreads,
+        ..ModelOptions::default()
     };
-    let socket: PathBuf = args.socket.clone().unwrap_or_else(|| {
-        if args.system {
-            PathBuf::from(SYSTEM_SOCKET)
-        } else {
-            kernstat_daemon::client::user_socket()
+    let result = sample_loop(
+        &mut opened.collector,
+        &daemon,
+        opened.metrics.as_mut(),
+        &rx,
+        args.interval,
+        &opts,
+    );
+    serving.stop();
+    if plan.switch_to.is_none() {
+        if let Err(e) = std::fs::remove_file(&plan.socket) {
+            eprintln!(
+                "kernstat daemon: could not remove {}: {e}",
+                plan.socket.display()
+            );
         }
-    });
+    }
+    result.map(|()| 0)
+}
 
-    // The metrics port is taken first: an address in use is one sentence and exit 2,
-    // before anything is loaded or bound.
-    let metrics_listener = match args.metrics {
-        Some(addr) => match std::net::TcpListener::bind(addr) {
-            Ok(l) => Some(l),
-            Err(e) => {
-                eprintln!("kernstat daemon: --metrics {addr}: {e}");
-                return Ok(2);
+/// Who the daemon serves and where, from the flags.
+struct Plan {
+    /// The user a system daemon becomes.
+    switch_to: Option<kernstat_sources::users::User>,
+    access: Access,
+    socket: PathBuf,
+    config_path: Option<PathBuf>,
+    /// /proc hides other users' processes (a system daemon keeps them to root).
+    hidepid: bool,
+}
+
+impl Plan {
+    fn from_args(args: &DaemonArgs) -> anyhow::Result<Plan> {
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        if args.system && euid != 0 {
+            bail!(
+                "--system needs root: it loads BPF and binds {SYSTEM_SOCKET}, then switches to --user {}",
+                args.user
+            );
+        }
+        let switch_to = match args.system {
+            true => match kernstat_sources::users::by_name_or_uid(&args.user) {
+                Some(u) => Some(u),
+                None => crate::cli::usage!("--user {}: no such user", args.user),
+            },
+            false => None,
+        };
+        let mut allowed = Vec::new();
+        for a in &args.allow {
+            match kernstat_sources::users::by_name_or_uid(a) {
+                Some(u) => allowed.push(u.uid),
+                None => crate::cli::usage!("--allow {a}: no such user"),
             }
-        },
-        None => None,
-    };
-    // The address actually bound (a port of 0 asks the kernel for a free one), asked
-    // now: getsockname is not in the --system seccomp allow-list.
-    let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
-
-    // A socket directory another user could have made (or replace files in) is refused
-    // before anything is loaded: one sentence, exit 2.
-    if let Some(dir) = socket.parent() {
-        if let Err(e) = kernstat_daemon::runtime::prepare(dir, args.system) {
-            eprintln!("kernstat daemon: {e}");
-            return Ok(2);
         }
+        let access = match (allowed.is_empty(), args.system) {
+            (false, _) => Access {
+                uids: Some(allowed),
+            },
+            (true, true) => Access { uids: None },
+            (true, false) => Access {
+                uids: Some(vec![euid]),
+            },
+        };
+        let socket = args.socket.clone().unwrap_or_else(|| match args.system {
+            true => PathBuf::from(SYSTEM_SOCKET),
+            false => kernstat_daemon::client::user_socket(),
+        });
+        Ok(Plan {
+            switch_to,
+            access,
+            socket,
+            config_path: args
+                .config
+                .clone()
+                .or_else(kernstat_daemon::settings::default_path),
+            hidepid: args.system && kernstat_daemon::providers::system::proc_hides_pids(),
+        })
     }
-    // The config file: a mistake is one sentence naming the line, and exit 2.
-    let config_path = args
-        .config
-        .clone()
-        .or_else(kernstat_daemon::settings::default_path);
-    let settings = match config_path
+}
+
+/// What is opened while the daemon may still do anything: the ports, the socket, the
+/// snapshot's file, the BPF programs, the netlink subscription.
+struct Opened {
+    settings: kernstat_daemon::settings::Settings,
+    metrics_listener: Option<std::net::TcpListener>,
+    metrics_addr: Option<std::net::SocketAddr>,
+    network_events: Option<kernstat_daemon::providers::network::Events>,
+    signals: Option<Signals>,
+    collector: crate::collect::Collector,
+    metrics: Option<MetricsSources>,
+    listener: Option<std::os::unix::net::UnixListener>,
+    snapshot: Option<(kernstat_daemon::shm::Writer, bool)>,
+}
+
+impl Opened {
+    /// Everything a mistake in the flags or the config stops (Err(2): one sentence
+    /// said), then everything that needs privileges.
+    fn while_privileged(args: &DaemonArgs, plan: &Plan) -> anyhow::Result<Result<Opened, i32>> {
+        // The metrics port is taken first: an address in use is one sentence and exit
+        // 2, before anything is loaded or bound.
+        let metrics_listener = match args.metrics {
+            Some(addr) => match std::net::TcpListener::bind(addr) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    eprintln!("kernstat daemon: --metrics {addr}: {e}");
+                    return Ok(Err(2));
+                }
+            },
+            None => None,
+        };
+        // The address actually bound (a port of 0 asks the kernel for a free one), asked
+        // now: getsockname is not in the --system seccomp allow-list.
+        let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
+        // A socket directory another user could have made (or replace files in) is
+        // refused before anything is loaded: one sentence, exit 2.
+        if let Some(dir) = plan.socket.parent() {
+            if let Err(e) = kernstat_daemon::runtime::prepare(dir, args.system) {
+                eprintln!("kernstat daemon: {e}");
+                return Ok(Err(2));
+            }
+        }
+        let settings = match load_settings(args, plan) {
+            Ok(s) => s,
+            Err(code) => return Ok(Err(code)),
+        };
+        // Link, address and route announcements: subscribed while socket() and bind()
+        // are still allowed (a system daemon's seccomp filter has neither). Without them
+        // the network keys follow the samples only.
+        let network_events = kernstat_daemon::providers::network::Events::open().ok();
+        let signals = Some(Signals::block());
+        raise_fd_limit();
+        let collector = open_collector(&args.source)?;
+        // Kernel histograms and BPF statistics for /metrics: loaded while privileged.
+        let metrics = match metrics_listener {
+            Some(_) => Some(MetricsSources::open(args, &collector)?),
+            None => None,
+        };
+        // A system daemon's socket is for every local user (the peer check narrows it
+        // with --allow); a user daemon's is for its owner only.
+        let (mode, dir_mode) = if args.system {
+            (0o666, 0o755)
+        } else {
+            (0o600, 0o700)
+        };
+        let listener = kernstat_daemon::bind(&plan.socket, mode, dir_mode)
+            .with_context(|| format!("binding {}", plan.socket.display()))?;
+        Ok(Ok(Opened {
+            settings,
+            metrics_listener,
+            metrics_addr,
+            network_events,
+            signals,
+            collector,
+            metrics,
+            listener: Some(listener),
+            snapshot: make_snapshot(args, plan),
+        }))
+    }
+}
+
+/// The config file: a mistake is one sentence naming the line, and exit 2.
+fn load_settings(
+    args: &DaemonArgs,
+    plan: &Plan,
+) -> Result<kernstat_daemon::settings::Settings, i32> {
+    let settings = match plan
+        .config_path
         .as_deref()
         .map(kernstat_daemon::settings::Settings::load_or_why)
     {
@@ -136,7 +249,7 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         }
         Some(Err((_, e))) => {
             eprintln!("kernstat daemon: config {e}");
-            return Ok(2);
+            return Err(2);
         }
         None => Default::default(),
     };
@@ -144,87 +257,70 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         eprintln!(
             "kernstat daemon: config: script providers run only in a user daemon (the system daemon may not start processes)"
         );
-        return Ok(2);
+        return Err(2);
     }
-    // Link, address and route announcements: subscribed while socket() and bind() are
-    // still allowed (a system daemon's seccomp filter has neither). Without them the
-    // network keys follow the samples only.
-    let network_events = kernstat_daemon::providers::network::Events::open().ok();
-    let signals = Signals::block();
-    raise_fd_limit();
-    let mut collector = open_collector(&args.source)?;
-    // Kernel histograms and BPF statistics for /metrics: loaded while privileged.
-    let mut metrics = match metrics_listener {
-        Some(_) => Some(MetricsSources::open(args, &collector)?),
-        None => None,
-    };
-    // A system daemon's socket is for every local user (the peer check narrows it with
-    // --allow); a user daemon's is for its owner only.
-    let (mode, dir_mode) = if args.system {
-        (0o666, 0o755)
-    } else {
-        (0o600, 0o700)
-    };
-    let listener = kernstat_daemon::bind(&socket, mode, dir_mode)
-        .with_context(|| format!("binding {}", socket.display()))?;
-    // The shared-memory snapshot beside the socket, made now (a system daemon: as root,
-    // so that the file stays root's and only this descriptor can write it once the
-    // daemon runs as --user): a user daemon's holds everything (0600, like its socket);
-    // a system daemon's only the machine's keys (0644: every local user may connect),
-    // without per-process keys where /proc hides other users' processes, and none at
-    // all when --allow narrows who may connect.
-    let snapshot = socket.with_file_name("snapshot");
-    let hidepid = args.system && kernstat_daemon::providers::system::proc_hides_pids();
-    let publish = match (args.system, args.allow.is_empty()) {
-        (false, _) => Some((0o600, true)),
-        (true, true) => Some((0o644, false)),
-        (true, false) => None,
-    };
-    let interval_ms = args.interval.as_millis().min(u128::from(u32::MAX)) as u32;
-    let snapshot_writer = match publish {
-        Some((mode, scoped)) => {
-            match kernstat_daemon::shm::Writer::create(&snapshot, mode, interval_ms) {
-                Ok(w) => Some((w, scoped)),
-                Err(e) => {
-                    eprintln!(
-                        "kernstat daemon: snapshot {}: {e}; clients use the socket",
-                        snapshot.display()
-                    );
-                    None
-                }
-            }
-        }
-        None => None,
-    };
+    Ok(settings)
+}
 
+/// The shared-memory snapshot beside the socket, made now (a system daemon: as root, so
+/// that the file stays root's and only this descriptor can write it once the daemon runs
+/// as --user): a user daemon's holds everything (0600, like its socket); a system
+/// daemon's only the machine's keys (0644: every local user may connect), without
+/// per-process keys where /proc hides other users' processes, and none at all when
+/// --allow narrows who may connect. With whether it holds per-path keys.
+fn make_snapshot(args: &DaemonArgs, plan: &Plan) -> Option<(kernstat_daemon::shm::Writer, bool)> {
+    let (mode, scoped) = match (args.system, args.allow.is_empty()) {
+        (false, _) => (0o600, true),
+        (true, true) => (0o644, false),
+        (true, false) => return None,
+    };
+    let path = plan.socket.with_file_name("snapshot");
+    let interval_ms = args.interval.as_millis().min(u128::from(u32::MAX)) as u32;
+    match kernstat_daemon::shm::Writer::create(&path, mode, interval_ms) {
+        Ok(w) => Some((w, scoped)),
+        Err(e) => {
+            eprintln!(
+                "kernstat daemon: snapshot {}: {e}; clients use the socket",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+/// A system daemon becomes its --user with no capabilities and installs its seccomp
+/// allow-list; a user daemon that loaded BPF drops every capability. Nothing is handed
+/// to the --user: the directory, socket and snapshot stay root's (the snapshot is
+/// written through the descriptor opened above), so that nothing running as that user
+/// can replace what clients read; the socket and snapshot (marked closed) stay behind
+/// when the daemon stops, the next start replaces them, and systemd's
+/// RuntimeDirectory removes them.
+fn drop_privileges(plan: &Plan, opened: &mut Opened) -> anyhow::Result<Dropped> {
     let mut scratch = RawSample::default();
-    let dropped = match &switch_to {
+    let loaded = opened.collector.source() == Source::Bpf || opened.metrics.is_some();
+    let (collector, metrics) = (&mut opened.collector, &opened.metrics);
+    let mut works =
+        || collector.sample(&mut scratch).is_ok() && metrics.as_ref().is_none_or(|m| m.readable());
+    Ok(match &plan.switch_to {
         Some(user) => {
-            // Nothing is handed to the user: the directory, socket and snapshot stay
-            // root's (the snapshot is written through the descriptor opened above), so
-            // that nothing running as that user can replace what clients read. The
-            // socket and snapshot (marked closed) stay behind when the daemon stops;
-            // the next start replaces them, and systemd's RuntimeDirectory removes them.
             // As root still: no capability can come back through any later execve.
             crate::sandbox::clear_bounding_set()?;
-            let dropped = privileges::become_user(user, || {
-                collector.sample(&mut scratch).is_ok()
-                    && metrics.as_ref().is_none_or(|m| m.readable())
-            })
-            .context("dropping privileges")?;
+            let dropped = privileges::become_user(user, works).context("dropping privileges")?;
             // Before any thread exists, so that all of them inherit it.
             crate::sandbox::install_seccomp()?;
             dropped
         }
-        None if collector.source() == Source::Bpf || metrics.is_some() => {
-            privileges::drop_after_load(|| {
-                collector.sample(&mut scratch).is_ok()
-                    && metrics.as_ref().is_none_or(|m| m.readable())
-            })
-        }
+        None if loaded => privileges::drop_after_load(&mut works),
         None => Dropped::Nothing,
-    };
+    })
+}
 
+/// The daemon's state, its settings (watched), and its netlink thread.
+fn make_daemon(
+    args: &DaemonArgs,
+    plan: &Plan,
+    opened: &mut Opened,
+) -> anyhow::Result<std::sync::Arc<Daemon>> {
     let config = Config {
         max_connections: args.max_connections.max(1),
         max_connections_per_user: args
@@ -235,14 +331,14 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
                 args.max_connections
             })
             .max(1),
-        access,
+        access: plan.access.clone(),
         interval: args.interval,
-        hide_processes: hidepid,
+        hide_processes: plan.hidepid,
         ..Config::default()
     };
     let daemon = Daemon::new(config);
-    daemon.set_settings(settings);
-    if let Some(p) = config_path {
+    daemon.set_settings(std::mem::take(&mut opened.settings));
+    if let Some(p) = &plan.config_path {
         if let Err(e) = daemon.watch_settings(p.clone()) {
             eprintln!(
                 "kernstat daemon: config {}: not watched ({e}); restart to apply changes",
@@ -250,16 +346,28 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
             );
         }
     }
-    if let Some(ev) = network_events {
+    if let Some(ev) = opened.network_events.take() {
         daemon
             .watch_network(ev)
             .context("starting the netlink thread")?;
     }
-    let (tx, rx) = mpsc::channel::<Msg>();
+    Ok(daemon)
+}
+
+/// Clients' `refresh` wakes the sampler; SIGTERM/SIGINT/SIGHUP stop it (a thread of
+/// its own turns the signals into a message).
+fn wire_refresh_and_signals(
+    daemon: &Daemon,
+    tx: mpsc::Sender<Msg>,
+    signals: Option<Signals>,
+) -> anyhow::Result<()> {
     let refresh_tx = tx.clone();
     daemon.set_refresh(move || {
         let _ = refresh_tx.send(Msg::Refresh);
     });
+    let Some(signals) = signals else {
+        return Ok(());
+    };
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || loop {
@@ -269,92 +377,101 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
             }
         })
         .context("starting the signal thread")?;
+    Ok(())
+}
 
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(2));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .max_blocking_threads(4)
-        .thread_name("kernstat-daemon")
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = rt.spawn(kernstat_daemon::serve(listener, daemon.clone(), async {
-        let _ = stopped.await;
-    }));
-    rt.spawn(daemon.clone().run_providers());
-    if let Some((writer, scoped)) = snapshot_writer {
-        let hidden = if hidepid {
-            kernstat_daemon::providers::system::PER_PROCESS_KEYS
-        } else {
-            &[]
+/// The runtime and what runs on it: the socket server, the providers' schedules, the
+/// snapshot's publisher, the metrics endpoint.
+struct Serving {
+    rt: tokio::runtime::Runtime,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    stop_server: tokio::sync::oneshot::Sender<()>,
+    metrics: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    stop_metrics: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Serving {
+    fn start(daemon: &std::sync::Arc<Daemon>, opened: &mut Opened) -> anyhow::Result<Serving> {
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(2));
+        // Blocking work on clients' behalf runs in per-user slots of 4 (jobs.rs): the
+        // pool must hold many users' slots, or one user's hung jobs would take every
+        // thread and delay everyone's (threads idle 10 s go away).
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .max_blocking_threads(64)
+            .thread_name("kernstat-daemon")
+            .enable_all()
+            .build()
+            .context("starting the runtime")?;
+        let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
+        let listener = opened.listener.take().context("the socket")?;
+        let server = rt.spawn(kernstat_daemon::serve(listener, daemon.clone(), async {
+            let _ = stopped.await;
+        }));
+        rt.spawn(daemon.clone().run_providers());
+        if let Some((writer, scoped)) = opened.snapshot.take() {
+            let hidden = if daemon.config().hide_processes {
+                kernstat_daemon::providers::system::PER_PROCESS_KEYS
+            } else {
+                &[]
+            };
+            rt.spawn(kernstat_daemon::shm::publish(
+                daemon.clone(),
+                writer,
+                scoped,
+                hidden,
+            ));
+        }
+        let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+        let metrics = match (opened.metrics_listener.take(), &opened.metrics) {
+            (Some(l), Some(m)) => Some(rt.spawn(kernstat_daemon::metrics::http::serve(
+                l,
+                m.exporter(),
+                async {
+                    let _ = metrics_stopped.await;
+                },
+            ))),
+            _ => None,
         };
-        rt.spawn(kernstat_daemon::shm::publish(
-            daemon.clone(),
-            writer,
-            scoped,
-            hidden,
-        ));
+        Ok(Serving {
+            rt,
+            server,
+            stop_server,
+            metrics,
+            stop_metrics,
+        })
     }
-    let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
-    let metrics_server = match (metrics_listener, &metrics) {
-        (Some(l), Some(m)) => Some(rt.spawn(kernstat_daemon::metrics::http::serve(
-            l,
-            m.exporter(),
-            async {
-                let _ = metrics_stopped.await;
-            },
-        ))),
-        _ => None,
-    };
 
+    /// Stops serving; the snapshot's writer marks its file closed (and removes it where
+    /// it may) as the runtime drops its task.
+    fn stop(self) {
+        let _ = self.stop_server.send(());
+        let _ = self.stop_metrics.send(());
+        let _ = self.rt.block_on(self.server);
+        if let Some(m) = self.metrics {
+            let _ = self.rt.block_on(m);
+        }
+        self.rt.shutdown_timeout(Duration::from_secs(1));
+    }
+}
+
+fn say_listening(args: &DaemonArgs, plan: &Plan, opened: &Opened, dropped: Dropped) {
     eprintln!(
         "kernstat daemon: listening on {}{} (source {}, every {:?}{})",
-        socket.display(),
-        metrics_addr
+        plan.socket.display(),
+        opened
+            .metrics_addr
             .map(|a| format!(" and http://{a}/metrics"))
             .unwrap_or_default(),
-        collector.source().as_str(),
+        opened.collector.source().as_str(),
         args.interval,
-        match (&switch_to, dropped) {
+        match (&plan.switch_to, dropped) {
             (Some(u), Dropped::KeptBpf) => format!(", running as {} with CAP_BPF only", u.name),
             (Some(u), _) => format!(", running as {} without capabilities", u.name),
             (None, Dropped::All) => ", capabilities dropped".to_string(),
             _ => String::new(),
         }
     );
-
-    let opts = ModelOptions {
-        include_kthreads: args.kthreads,
-        ..ModelOptions::default()
-    };
-    let result = sample_loop(
-        &mut collector,
-        &daemon,
-        metrics.as_mut(),
-        &rx,
-        args.interval,
-        &opts,
-    );
-
-    let _ = stop_server.send(());
-    let _ = stop_metrics.send(());
-    let _ = rt.block_on(server);
-    if let Some(m) = metrics_server {
-        let _ = rt.block_on(m);
-    }
-    // The snapshot's writer marks it closed (and removes it where it may) as the
-    // runtime drops its task.
-    rt.shutdown_timeout(Duration::from_secs(1));
-    if switch_to.is_none() {
-        if let Err(e) = std::fs::remove_file(&socket) {
-            eprintln!(
-                "kernstat daemon: could not remove {}: {e}",
-                socket.display()
-            );
-        }
-    }
-    result.map(|()| 0)
 }
 
 /// Samples on a fixed grid (and on refresh requests) until told to stop.

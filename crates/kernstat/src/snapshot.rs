@@ -8,8 +8,8 @@ use kernstat_model::{Model, ModelOptions, RawSample};
 use kernstat_render::tooltip::{write_tooltip, TooltipExtras};
 use kernstat_render::SnapshotView;
 
-use crate::bar::open_collector;
 use crate::cli::SnapshotArgs;
+use crate::collect::open_collector;
 
 /// Runs `kernstat snapshot`; returns the exit status.
 pub fn run(args: &SnapshotArgs) -> anyhow::Result<i32> {

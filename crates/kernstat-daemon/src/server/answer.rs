@@ -172,7 +172,7 @@ impl Daemon {
                 match (key, path) {
                     (Some(k), Some(p)) if k.starts_with("git.") => {
                         // Asked for: the counts too, now, whatever their schedule.
-                        let _ = self.git.ensure(&self.hub, p, rights, Counts::Await).await;
+                        let _ = self.git.ensure(&self.hub, p, rights, Counts::Force).await;
                     }
                     _ => {
                         if let Some(hook) = self.refresh.lock().ok().and_then(|r| r.clone()) {

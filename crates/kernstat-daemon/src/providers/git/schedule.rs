@@ -114,8 +114,12 @@ impl GitPath {
 pub enum Counts {
     /// Start them in the background if they are due.
     Spawn,
-    /// Compute them before returning (a client is waiting for one of them).
+    /// Compute them before returning (a client is waiting for one of them), when the
+    /// repository moved since they were made.
     Await,
+    /// Read everything and compute the counts again now, whatever the stamps say (the
+    /// `refresh` op: a client knows the work tree changed).
+    Force,
 }
 
 impl Counts {
@@ -229,7 +233,7 @@ impl GitPaths {
                 now.is_some_and(|n| n != old_stamp)
             }
         };
-        if moved {
+        if moved || counts == Counts::Force {
             self.refresh(h, &scope, Some(READ_WAIT)).await?;
         }
         // The counts again only when the repository moved since they were made: `git
@@ -239,7 +243,12 @@ impl GitPaths {
             .lock()
             .get(&scope)
             .is_some_and(|p| p.counted.as_ref() != Some(&p.stamp));
-        if counts == Counts::Await && rights.uid().is_none() && stale {
+        let wanted = match counts {
+            Counts::Spawn => false,
+            Counts::Await => stale,
+            Counts::Force => true,
+        };
+        if wanted && rights.uid().is_none() {
             self.count(h, &scope, true).await?;
         }
         Ok(())
