@@ -521,7 +521,9 @@ section_top() {
   home=$(mktemp -d); srv=ks-bench-top
   mkdir -p "$home/.config/btop"
   printf 'update_ms = 1000\nproc_sorting = "cpu lazy"\n' >"$home/.config/btop/btop.conf"
-  for tasks in 300 10000; do
+  # ~100 processes (the fixed cost of a refresh), ~300, and 10,000 idle ones;
+  # TOP_TASKS="100 300" picks.
+  for tasks in ${TOP_TASKS:-100 300 10000}; do
     local f
     f=$(fleet "$tasks")
     echo "== top, htop, btop at 1 s, side by side for ${secs} s: $(ls -d /proc/[0-9]* 2>/dev/null | wc -l) processes"
@@ -555,6 +557,12 @@ section_top() {
           n, s/(w/1e9)/1e6, s/w*100, rss/1024, hwm/1024 }'
     done
     echo "kernstat's task iterator program (bpftool, whole run): $it1 (at 5 s: $it0)"
+    # Where kernstat's refresh goes (its own split: sampling, view, drawing).
+    tmux -L $srv new-session -d -x 160 -y 40 -s split \
+      "exec $envs $K top -d 1 -n 30 --report 2>$home/split.json"
+    sleep 32
+    echo "kernstat top --report (medians of 28 refreshes): $(tail -1 "$home/split.json" |
+      python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print({k: d[k] for k in ("cpu_us_per_refresh_median","sample_us_median","view_us_median","draw_us_median","allocations_per_refresh_median")})')"
     tmux -L $srv kill-server 2>/dev/null || true
     sysctl -qw kernel.bpf_stats_enabled=0
     stop_fleet "$f"

@@ -128,6 +128,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         let cgroups = !app.view.filter.is_empty();
         // Straight into the view's rows (one table in memory, not two: 2 MB at 10,000).
         app.machine = sampler.refresh(&mut app.view.procs, app.threads, cgroups)?;
+        let cpu_sampled = crate::selfcost::process_cpu_ns();
         if let Some(panel) = app.runq.as_mut() {
             if let Err(e) = panel.refresh() {
                 app.message = Some(format!("run-queue latency: {e:#}; panel off"));
@@ -159,10 +160,17 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         app.view.rebuild();
         refreshes += 1;
         app.refreshes = refreshes;
+        let cpu_viewed = crate::selfcost::process_cpu_ns();
         screen.terminal.draw(|f| draw::draw(f, &mut app))?;
+        let cpu_drawn = crate::selfcost::process_cpu_ns();
         report.add(
             crate::alloc::allocations() - allocs_before,
-            crate::selfcost::process_cpu_ns() - cpu_at_start,
+            [
+                cpu_drawn - cpu_at_start,
+                cpu_sampled - cpu_at_start,
+                cpu_viewed - cpu_sampled,
+                cpu_drawn - cpu_viewed,
+            ],
         );
         let now = Instant::now();
         let cpu_now = crate::selfcost::process_cpu_ns();
@@ -182,8 +190,8 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
                     app.quit = true;
                     break;
                 }
-                // Terminal::draw fits the frame to the new size first.
                 Pending::Resized => {
+                    screen.resize()?;
                     screen.terminal.draw(|f| draw::draw(f, &mut app))?;
                 }
                 Pending::Nothing => {}
@@ -239,17 +247,25 @@ fn pending_signals(signals: &Signals) -> Pending {
     }
 }
 
-/// Per-refresh counts for `--report` (benchmarks and the allocation test).
+/// Per-refresh counts for `--report` (benchmarks and the allocation test): allocations,
+/// and CPU time in all and split into sampling (the iterator's read, /proc), the view
+/// (panels, sort, filter, tree) and drawing (widgets, diff, the terminal write).
 #[derive(Default)]
 struct Report {
     allocs: Vec<u64>,
     cpu_ns: Vec<u64>,
+    sample_ns: Vec<u64>,
+    view_ns: Vec<u64>,
+    draw_ns: Vec<u64>,
 }
 
 impl Report {
-    fn add(&mut self, allocs: u64, cpu_ns: u64) {
+    fn add(&mut self, allocs: u64, [all, sample, view, draw]: [u64; 4]) {
         self.allocs.push(allocs);
-        self.cpu_ns.push(cpu_ns);
+        self.cpu_ns.push(all);
+        self.sample_ns.push(sample);
+        self.view_ns.push(view);
+        self.draw_ns.push(draw);
     }
 
     fn json(&self, refreshes: u64) -> serde_json::Value {
@@ -271,6 +287,9 @@ impl Report {
             "allocations_per_refresh_median": steady(&self.allocs),
             "allocations_per_refresh": self.allocs,
             "cpu_us_per_refresh_median": steady(&self.cpu_ns) / 1000,
+            "sample_us_median": steady(&self.sample_ns) / 1000,
+            "view_us_median": steady(&self.view_ns) / 1000,
+            "draw_us_median": steady(&self.draw_ns) / 1000,
             "max_rss_kib": max_rss_kib(),
         })
     }

@@ -105,7 +105,20 @@ impl Screen {
             restore();
             return Err(e.into());
         }
-        let terminal = match Terminal::new(CrosstermBackend::new(io::stdout())) {
+        // A fixed viewport, resized on SIGWINCH (`resize`): a fullscreen one asks the
+        // terminal's size at every draw, and crossterm opens /dev/tty for that — an
+        // open, an ioctl and a close per refresh (strace), for a size that only a
+        // resize changes.
+        let make = || -> io::Result<Terminal<CrosstermBackend<Stdout>>> {
+            let (w, h) = crossterm::terminal::size()?;
+            Terminal::with_options(
+                CrosstermBackend::new(io::stdout()),
+                ratatui::TerminalOptions {
+                    viewport: ratatui::Viewport::Fixed(ratatui::layout::Rect::new(0, 0, w, h)),
+                },
+            )
+        };
+        let terminal = match make() {
             Ok(t) => t,
             Err(e) => {
                 restore();
@@ -113,6 +126,14 @@ impl Screen {
             }
         };
         Ok(Screen { terminal })
+    }
+
+    /// Fits the viewport to the terminal's size now (after SIGWINCH).
+    pub fn resize(&mut self) -> anyhow::Result<()> {
+        let (w, h) = crossterm::terminal::size()?;
+        self.terminal
+            .resize(ratatui::layout::Rect::new(0, 0, w, h))?;
+        Ok(())
     }
 }
 
