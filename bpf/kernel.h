@@ -205,6 +205,22 @@ struct task_struct {
 	void *worker_private;
 };
 
+/* The socket a send or receive went through (net.bpf.c): its family and protocol. */
+struct sock_common {
+	unsigned short skc_family;
+};
+
+struct sock {
+	struct sock_common __sk_common;
+	__u16 sk_protocol;
+};
+
+struct socket {
+	struct sock *sk;
+};
+
+struct msghdr;
+
 struct seq_file;
 
 struct bpf_iter_meta {
@@ -254,6 +270,16 @@ enum {
 enum {
 	BPF_LOCAL_STORAGE_GET_F_CREATE = (1ULL << 0),
 };
+
+/* include/linux/socket.h, include/uapi/linux/in.h: families and protocols (ABI). */
+#define KS_AF_UNIX 1
+#define KS_AF_INET 2
+#define KS_AF_INET6 10
+#define KS_IPPROTO_TCP 6
+#define KS_IPPROTO_UDP 17
+#define KS_IPPROTO_UDPLITE 136
+#define KS_IPPROTO_MPTCP 262
+#define KS_MSG_PEEK 2
 
 /* include/linux/sched.h task->flags (stable since 2.6). */
 #define PF_EXITING 0x00000004

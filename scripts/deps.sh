@@ -3,7 +3,7 @@
 #   build: clang (compiles bpf/*.bpf.c), libelf and zlib headers and pkg-config (libbpf-sys
 #          builds libbpf from source), gcc and make.
 #   test:  build + the workloads and peers the tests compare against (stress-ng, taskset,
-#          setpriv, Prometheus and promtool), and the real Waybar under headless sway for the end-to-end test
+#          setpriv, Prometheus and promtool, iperf3), and the real Waybar under headless sway for the end-to-end test
 #          (sway, waybar, grim, tesseract, a font), and qemu with busybox for booting
 #          Linux 6.1 (the CO-RE fallback test), and the tools whose files the context
 #          providers read, to make real layouts and compare answers (kubectl from
@@ -12,7 +12,7 @@
 # Only missing packages are installed; nothing happens when all are present.
 set -eu
 build="clang libelf-dev zlib1g-dev pkg-config gcc make"
-peers="stress-ng util-linux libcap2-bin procps libbpf-tools bpftool git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace tmux zsh bash fish neovim"
+peers="stress-ng util-linux libcap2-bin procps libbpf-tools bpftool git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace tmux zsh bash fish neovim iperf3"
 # The desktop pieces get their recommended packages too (icon theme, MIME data):
 # GTK programs started with a bare minimum tend to draw nothing and say little.
 desktop="sway waybar grim tesseract-ocr fonts-dejavu-core"

@@ -28,7 +28,7 @@ r=$(mktemp -d)
 trap 'rm -rf "$r"' EXIT
 mkdir -p "$r"/{bin,sbin,proc,sys,dev,tmp,lib,lib64,usr/lib,etc,run}
 cp /bin/busybox "$r/bin/"
-for a in sh mount ls cat echo poweroff sleep mkdir uname grep head awk kill; do ln -s busybox "$r/bin/$a"; done
+for a in sh mount ls cat echo poweroff sleep mkdir uname grep head awk kill tail ip; do ln -s busybox "$r/bin/$a"; done
 for b in "$@"; do
   cp "$b" "$r/bin/"
   for l in $(ldd "$b" | grep -o '/[^ ]*'); do mkdir -p "$r$(dirname "$l")"; cp -L "$l" "$r$l"; done

@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod loader;
+pub mod net;
 pub mod ps;
 pub mod runqlat;
 pub mod sampler;
@@ -31,6 +32,9 @@ mod skel {
     }
     pub mod runqlat {
         include!(concat!(env!("OUT_DIR"), "/runqlat.skel.rs"));
+    }
+    pub mod net {
+        include!(concat!(env!("OUT_DIR"), "/net.skel.rs"));
     }
     pub mod writes {
         include!(concat!(env!("OUT_DIR"), "/writes.skel.rs"));

@@ -178,3 +178,19 @@ where
         .map_err(|e| failed(format!("attaching {collector}"), e))?;
     Ok(skel)
 }
+
+/// The loaded programs of `object`: names and fds (valid while the object lives), for
+/// BPF run-time statistics.
+pub fn program_fds(object: &libbpf_rs::Object) -> Vec<(String, std::os::fd::RawFd)> {
+    use std::os::fd::{AsFd, AsRawFd};
+    object
+        .progs()
+        .filter(|p| p.as_fd().as_raw_fd() >= 0)
+        .map(|p| {
+            (
+                p.name().to_string_lossy().into_owned(),
+                p.as_fd().as_raw_fd(),
+            )
+        })
+        .collect()
+}

@@ -8,7 +8,7 @@
 
 use std::io;
 use std::mem::size_of;
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::path::Path;
 
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -275,16 +275,6 @@ impl Writes {
     /// The loaded programs' names and fds (valid while `self` lives), for BPF run-time
     /// statistics.
     pub fn programs(&self) -> Vec<(String, RawFd)> {
-        self.skel
-            .object()
-            .progs()
-            .filter(|p| p.as_fd().as_raw_fd() >= 0)
-            .map(|p| {
-                (
-                    p.name().to_string_lossy().into_owned(),
-                    p.as_fd().as_raw_fd(),
-                )
-            })
-            .collect()
+        crate::loader::program_fds(self.skel.object())
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod hist;
 pub mod model;
+pub mod net;
 pub mod ps;
 pub mod raw;
 pub mod runqlat;

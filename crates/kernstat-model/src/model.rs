@@ -42,6 +42,18 @@ pub struct ProcRate {
     pub read_bytes: u64,
     /// Cumulative storage writes, bytes.
     pub write_bytes: u64,
+    /// Payload bytes received per second on its sockets (None: not counted here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net_rx_bps: Option<f64>,
+    /// Payload bytes sent per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net_tx_bps: Option<f64>,
+    /// Payload bytes received since the collector started (or the process did).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net_rx_bytes: Option<u64>,
+    /// Payload bytes sent since then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net_tx_bytes: Option<u64>,
 }
 
 fn ser_state<S: serde::Serializer>(state: &u8, s: S) -> Result<S::Ok, S::Error> {
@@ -248,6 +260,11 @@ pub struct Model {
     pub blocked: Top<TOP_N>,
     /// Some zombie processes.
     pub zombies: Top<TOP_N>,
+    /// Per-process network over the interval (None: not counted on this machine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net: Option<crate::net::NetModel>,
+    /// Every network interface, the default route's first.
+    pub links: Vec<crate::net::LinkRate>,
     /// Whether kernel threads are in the top lists.
     pub include_kthreads: bool,
     /// The alert level.
@@ -318,6 +335,7 @@ impl Model {
         self.gpu_busy_percent = gpu_busy(prev, cur, dt);
 
         self.update_procs(prev, cur, dt, opts);
+        self.update_net(prev, cur, dt, opts);
 
         self.apply_thresholds(&opts.thresholds);
     }
@@ -373,6 +391,10 @@ impl Model {
                 write_bps: rate(wr, dt),
                 read_bytes: p.read_bytes,
                 write_bytes: p.write_bytes,
+                net_rx_bps: None,
+                net_tx_bps: None,
+                net_rx_bytes: None,
+                net_tx_bytes: None,
             };
             self.procs.push(r);
 
@@ -403,6 +425,52 @@ impl Model {
                 self.top_io
                     .offer(entry(r.read_bps + r.write_bps, r.write_bps));
             }
+        }
+    }
+
+    /// Per-process network, joined to the processes by (pid, start time), and the links.
+    fn update_net(&mut self, prev: &RawSample, cur: &RawSample, dt: f64, opts: &ModelOptions) {
+        crate::net::link_rates(&prev.net.links, &cur.net.links, dt, &mut self.links);
+        // Start times are the iterator's (ns) with BPF; procfs gives clock ticks, so
+        // there a pid alone joins (a pid reused within one interval is the rare miss).
+        let exact = cur.source == Source::Bpf;
+        let tasks = &cur.tasks;
+        let alive =
+            |pid: u32, start: u64| tasks.get(pid).is_some_and(|p| !exact || p.start == start);
+        self.net = crate::net::model(&prev.net, &cur.net, dt, alive);
+        let Some(net) = self.net.as_mut() else {
+            return;
+        };
+        for (p, r) in tasks.procs.iter().zip(self.procs.iter_mut()) {
+            let found = if exact {
+                cur.net.get(p.pid, p.start)
+            } else {
+                cur.net.procs.iter().find(|n| n.pid == p.pid)
+            };
+            let (rx, tx, rx_total, tx_total) = match found {
+                Some(n) => {
+                    let before = prev.net.get(n.pid, n.start_ns).map(|b| &b.counters);
+                    let (rx, tx) = crate::net::proc_rates(&n.counters, before, dt);
+                    (rx, tx, n.counters.rx(), n.counters.tx())
+                }
+                None => (0.0, 0.0, 0, 0),
+            };
+            r.net_rx_bps = Some(rx);
+            r.net_tx_bps = Some(tx);
+            r.net_rx_bytes = Some(rx_total);
+            r.net_tx_bytes = Some(tx_total);
+        }
+        if !opts.include_kthreads {
+            // Kernel threads out of the top list, as from the others (an NFS or
+            // WireGuard worker sends on nobody's behalf).
+            let mut kept = crate::top::Top::default();
+            for e in net.top.as_slice() {
+                let kthread = tasks.get(e.pid).is_some_and(|p| p.kthread);
+                if !kthread {
+                    kept.offer(*e);
+                }
+            }
+            net.top = kept;
         }
     }
 

@@ -119,6 +119,12 @@ pub struct PsRow {
     pub cgroup: String,
     /// Kernel thread.
     pub kthread: bool,
+    /// Socket payload bytes received per second over --interval (None: not counted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net_rx_bps: Option<f64>,
+    /// Socket payload bytes sent per second over --interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net_tx_bps: Option<f64>,
 }
 
 fn ser_char<S: serde::Serializer>(c: &char, s: S) -> Result<S::Ok, S::Error> {
@@ -209,6 +215,8 @@ impl PsRow {
             cmd: x.cmd,
             cgroup: x.cgroup,
             kthread: t.kthread,
+            net_rx_bps: None,
+            net_tx_bps: None,
         }
     }
 }

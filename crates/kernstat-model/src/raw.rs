@@ -288,4 +288,6 @@ pub struct RawSample {
     pub sys: SystemSample,
     /// Per-process values.
     pub tasks: TaskTable,
+    /// Network: per process (where a collector counts it) and per interface.
+    pub net: crate::net::NetSample,
 }

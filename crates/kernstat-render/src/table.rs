@@ -49,6 +49,10 @@ pub enum Column {
     Cmd,
     /// cgroup path.
     Cgroup,
+    /// Network bytes received per second (over --interval).
+    NetRx,
+    /// Network bytes sent per second.
+    NetTx,
 }
 
 /// Every column: name for --fields and --sort, header, meaning.
@@ -97,6 +101,18 @@ pub const COLUMNS: &[(&str, Column, &str, &str)] = &[
         "command line ([comm] for kernel threads)",
     ),
     ("cgroup", Column::Cgroup, "CGROUP", "cgroup v2 path"),
+    (
+        "netrx",
+        Column::NetRx,
+        "NET_RX/s",
+        "socket payload bytes received per second, over --interval (needs BPF)",
+    ),
+    (
+        "nettx",
+        Column::NetTx,
+        "NET_TX/s",
+        "socket payload bytes sent per second, over --interval (needs BPF)",
+    ),
 ];
 
 /// The default columns.
@@ -238,6 +254,21 @@ fn write_cell(out: &mut String, r: &PsRow, c: Column, start: &dyn StartFormat) {
         Column::Cgroup => {
             out.push_str(&r.cgroup);
             Ok(())
+        }
+        Column::NetRx | Column::NetTx => {
+            let v = if c == Column::NetRx {
+                r.net_rx_bps
+            } else {
+                r.net_tx_bps
+            };
+            match v {
+                Some(v) => human::bytes(out, v),
+                // Not counted (no BPF): a dash, never a zero that was not measured.
+                None => {
+                    out.push('-');
+                    Ok(())
+                }
+            }
         }
     };
 }

@@ -5,6 +5,7 @@
 
 use std::fmt::{self, Write};
 
+use kernstat_model::net::main_link;
 use kernstat_model::Model;
 
 use crate::human;
@@ -58,6 +59,12 @@ pub enum Field {
     Zombies,
     /// Command name of the top CPU user.
     Top,
+    /// Bytes received per second on the main link.
+    NetRx,
+    /// Bytes sent per second on the main link.
+    NetTx,
+    /// The main link's name.
+    NetLink,
     /// kernstat's own cost, percent of one core (with --self-cost).
     SelfCost,
 }
@@ -91,6 +98,21 @@ pub const FIELDS: &[(&str, Field, &str)] = &[
     ("blocked", Field::Blocked, "processes in D state"),
     ("zombies", Field::Zombies, "zombie processes"),
     ("top", Field::Top, "command name of the top CPU user"),
+    (
+        "net_rx",
+        Field::NetRx,
+        "received per second on the default route's interface (e.g. 1.2M/s)",
+    ),
+    (
+        "net_tx",
+        Field::NetTx,
+        "sent per second on the default route's interface",
+    ),
+    (
+        "net_link",
+        Field::NetLink,
+        "the interface {net_rx} and {net_tx} are about (e.g. eth0)",
+    ),
     (
         "self_cost",
         Field::SelfCost,
@@ -247,6 +269,11 @@ fn field(out: &mut String, f: Field, m: &Model, x: &Extras) -> fmt::Result {
             text(o, e.comm.as_str(), x.markup)
         }),
         Field::SelfCost => opt(out, x.self_cost_percent, |o, c| write!(o, "{c:.3}")),
+        Field::NetRx => opt(out, main_link(&m.links), |o, l| human::rate(o, l.rx_bps)),
+        Field::NetTx => opt(out, main_link(&m.links), |o, l| human::rate(o, l.tx_bps)),
+        Field::NetLink => opt(out, main_link(&m.links), |o, l| {
+            text(o, l.name.as_str(), x.markup)
+        }),
     }
 }
 
@@ -284,6 +311,30 @@ mod tests {
         assert_eq!(render("{cpu}% {mem_used}", &model()), "12% 3.0G");
         assert_eq!(render("{cores} {load1}", &model()), "▁▅ 0.50");
         assert_eq!(render("{{cpu}} {mem_percent}%", &model()), "{cpu} 12%");
+    }
+
+    #[test]
+    fn network_fields_are_the_default_routes_link() {
+        use kernstat_model::net::LinkRate;
+        use kernstat_model::text::ShortStr;
+        let mut m = model();
+        assert_eq!(
+            render("[{net_link} {net_rx} {net_tx}]", &m),
+            "[  ]",
+            "no link"
+        );
+        let link = |name: &str, default: bool, rx: f64| LinkRate {
+            name: ShortStr::from_str_lossy(name),
+            is_default: default,
+            rx_bps: rx,
+            tx_bps: rx / 2.0,
+            ..Default::default()
+        };
+        m.links = vec![link("wlan0", true, 2048.0), link("lo", false, 1e9)];
+        assert_eq!(
+            render("{net_link} ↓{net_rx} ↑{net_tx}", &m),
+            "wlan0 ↓2.0K/s ↑1.0K/s"
+        );
     }
 
     #[test]

@@ -32,6 +32,56 @@ fn name(out: &mut String, e: &TopEntry, markup: bool) -> fmt::Result {
     Ok(())
 }
 
+/// A top-list line whose value is a sum of two rates, the second in `extra`:
+/// "  name  R 1.0K/s W 2.0K/s" with `labels` ("R ", " W ").
+fn split_rate(out: &mut String, e: &TopEntry, mk: bool, labels: (&str, &str)) -> fmt::Result {
+    out.push_str("\n  ");
+    name(out, e, mk)?;
+    out.push_str(labels.0);
+    human::rate(out, e.value - e.extra)?;
+    out.push_str(labels.1);
+    human::rate(out, e.extra)
+}
+
+/// The network section: the main link (and any other that moves), all processes'
+/// socket bytes and the five busiest processes; nothing on a machine without links.
+fn network(out: &mut String, m: &Model, mk: bool) -> fmt::Result {
+    let Some(main) = kernstat_model::net::main_link(&m.links) else {
+        return Ok(());
+    };
+    out.push_str("\n\nNetwork");
+    for l in &m.links {
+        let moving = l.rx_bps + l.tx_bps >= 1.0 && l.name.as_str() != "lo";
+        if l.name != main.name && !moving {
+            continue;
+        }
+        out.push_str(if l.name == main.name { " " } else { " · " });
+        if mk {
+            markup_escaped(out, l.name.as_str())?;
+        } else {
+            out.push_str(l.name.as_str());
+        }
+        out.push_str(" ↓ ");
+        human::rate(out, l.rx_bps)?;
+        out.push_str(" ↑ ");
+        human::rate(out, l.tx_bps)?;
+    }
+    match &m.net {
+        Some(n) => {
+            out.push_str("\n  sockets ↓ ");
+            human::rate(out, n.rx_bps)?;
+            out.push_str(" ↑ ");
+            human::rate(out, n.tx_bps)?;
+            write!(out, " (by {})", n.attribution.as_str())?;
+            for e in n.top.as_slice() {
+                split_rate(out, e, mk, ("↓ ", " ↑ "))?;
+            }
+        }
+        None => out.push_str("\n  per process: unavailable (needs BPF)"),
+    }
+    Ok(())
+}
+
 /// Writes the whole tooltip into `out` (appending). Lines are separated by '\n'.
 pub fn write_tooltip(out: &mut String, m: &Model, x: &TooltipExtras) -> fmt::Result {
     let mk = x.markup;
@@ -157,14 +207,11 @@ pub fn write_tooltip(out: &mut String, m: &Model, x: &TooltipExtras) -> fmt::Res
             write!(out, " · PSI some {:.2}%", s.avg10)?;
         }
         for e in m.top_io.as_slice() {
-            out.push_str("\n  ");
-            name(out, e, mk)?;
-            out.push_str("R ");
-            human::rate(out, e.value - e.extra)?;
-            out.push_str(" W ");
-            human::rate(out, e.extra)?;
+            split_rate(out, e, mk, ("R ", " W "))?;
         }
     }
+
+    network(out, m, mk)?;
 
     // What this cost.
     write!(
@@ -217,6 +264,8 @@ mod tests {
             s.ends_with("sample 42 µs (bpf) · kernstat 0.012% of a core"),
             "{s}"
         );
+        // No links: no network section.
+        assert!(!s.contains("Network"), "{s}");
         // No GPU, battery or profile on this model: no such lines.
         assert!(!s.contains("GPU") && !s.contains("Battery") && !s.contains("profile"));
     }
@@ -235,5 +284,42 @@ mod tests {
         write_tooltip(&mut s, &m, &TooltipExtras::default()).unwrap();
         assert!(s.contains("Power profile balanced"), "{s}");
         assert!(s.contains("· 61°C"), "{s}");
+    }
+
+    #[test]
+    fn network_section_lists_the_busiest_or_says_unavailable() {
+        use kernstat_model::net::{LinkRate, NetModel};
+        use kernstat_model::text::ShortStr;
+        let mut m = Model {
+            links: vec![LinkRate {
+                name: ShortStr::from_str_lossy("eth0"),
+                is_default: true,
+                rx_bps: 1024.0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let tip = |m: &Model| {
+            let mut s = String::new();
+            write_tooltip(&mut s, m, &TooltipExtras::default()).unwrap();
+            s
+        };
+        let s = tip(&m);
+        assert!(s.contains("\n\nNetwork eth0 ↓ 1.0K/s ↑ 0B/s"), "{s}");
+        assert!(s.contains("per process: unavailable (needs BPF)"), "{s}");
+        let mut net = NetModel {
+            rx_bps: 3072.0,
+            ..Default::default()
+        };
+        net.top.offer(TopEntry {
+            pid: 9,
+            comm: Comm::from_str_lossy("curl"),
+            value: 3072.0,
+            extra: 1024.0,
+        });
+        m.net = Some(net);
+        let s = tip(&m);
+        assert!(s.contains("sockets ↓ 3.0K/s ↑ 0B/s (by caller)"), "{s}");
+        assert!(s.contains("curl            ↓ 2.0K/s ↑ 1.0K/s"), "{s}");
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod cgroup;
 pub mod file;
+pub mod net;
 pub mod procs;
 pub mod ps_procfs;
 pub mod sysfs;
@@ -16,6 +17,7 @@ pub mod users;
 
 use std::path::PathBuf;
 
+pub use net::LinkReader;
 pub use procs::ProcfsTasks;
 pub use ps_procfs::{ProcfsPs, Want};
 pub use sysfs::{Discovered, HardwareReader, TempSource};

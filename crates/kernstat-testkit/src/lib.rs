@@ -240,6 +240,62 @@ impl Drop for Workload {
     }
 }
 
+/// Steady TCP traffic over loopback between two `ks-workload` processes (a receiver
+/// and a sender of an endless stream in 64 KiB writes); both killed and reaped on drop.
+#[derive(Debug)]
+pub struct Traffic {
+    receiver: Child,
+    sender: Child,
+}
+
+impl Traffic {
+    /// Starts the receiver, then the sender once the receiver listens.
+    pub fn start() -> Self {
+        use std::io::BufRead;
+        let mut receiver = Command::new(workload_bin())
+            .args(["net-recv", "tcp", "18446744073709551615"])
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start ks-workload net-recv");
+        let mut line = String::new();
+        std::io::BufReader::new(receiver.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the port");
+        let port = line
+            .split_whitespace()
+            .nth(1)
+            .expect("ready PORT")
+            .to_string();
+        let sender = Command::new(workload_bin())
+            .args(["net-send", "tcp", &port, "18446744073709551615", "65536"])
+            .stdout(Stdio::null())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start ks-workload net-send");
+        Traffic { receiver, sender }
+    }
+
+    /// The sending process.
+    pub fn sender(&self) -> u32 {
+        self.sender.id()
+    }
+
+    /// The receiving process.
+    pub fn receiver(&self) -> u32 {
+        self.receiver.id()
+    }
+}
+
+impl Drop for Traffic {
+    fn drop(&mut self) {
+        for c in [&mut self.sender, &mut self.receiver] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// A workload that waits for a go-ahead on stdin (`ks-workload writes ...`).
 #[derive(Debug)]
 pub struct Gated {

@@ -1,16 +1,18 @@
 //! One collector for every command that samples the machine: the BPF sampler when it can
-//! be loaded, procfs otherwise (or with `--no-bpf`), plus the machine-wide procfs files
-//! and the sysfs hardware readers. It fills a `RawSample` in place, without allocating
+//! be loaded, procfs otherwise (or with `--no-bpf`), plus the machine-wide procfs files,
+//! the sysfs hardware readers, the network links and, where BPF allows, the per-process
+//! network counters. It fills a `RawSample` in place, without allocating
 //! once its buffers have grown.
 
 use std::io;
 
 use anyhow::Context;
 
+use kernstat_bpf::net::Net;
 use kernstat_bpf::{LoadError, Sampler};
 use kernstat_model::{RawSample, Source};
 use kernstat_sources::{
-    monotonic_ns, HardwareReader, ProcfsTasks, Roots, SystemReader, TempSource,
+    monotonic_ns, HardwareReader, LinkReader, ProcfsTasks, Roots, SystemReader, TempSource,
 };
 
 /// How to collect.
@@ -34,8 +36,12 @@ pub struct Collector {
     tasks: Tasks,
     system: SystemReader,
     hardware: HardwareReader,
+    links: Option<LinkReader>,
+    net: Option<Net>,
     /// Why BPF is not used, if it is not.
     pub fallback_reason: Option<String>,
+    /// Why per-process network is not counted, if it is not.
+    pub net_unavailable: Option<String>,
 }
 
 impl Collector {
@@ -58,12 +64,28 @@ impl Collector {
                 ),
             }
         };
+        let (net, net_unavailable) = if opts.no_bpf {
+            (None, Some("--no-bpf".to_string()))
+        } else {
+            match Net::load(false) {
+                Ok(n) => (Some(n), None),
+                Err(e) => (None, Some(describe(&e))),
+            }
+        };
         Ok(Collector {
             tasks,
             system,
             hardware,
+            links: LinkReader::open(&opts.roots),
+            net,
             fallback_reason,
+            net_unavailable,
         })
+    }
+
+    /// The per-process network counter, when loaded.
+    pub fn net(&self) -> Option<&Net> {
+        self.net.as_ref()
     }
 
     /// Which mechanism reads the tasks.
@@ -104,7 +126,32 @@ impl Collector {
                 out.sys.taken_ns = monotonic_ns();
             }
         }
+        self.sample_net(out);
         Ok(())
+    }
+
+    /// Links and per-process network. Neither can fail the sample: a links file that
+    /// cannot be read leaves no links, a map that cannot be read no per-process figures.
+    fn sample_net(&mut self, out: &mut RawSample) {
+        out.net.clear();
+        if let Some(l) = &mut self.links {
+            if l.read(&mut out.net.links).is_err() {
+                out.net.links.clear();
+            }
+        }
+        let Some(net) = &mut self.net else {
+            return;
+        };
+        // Start times join exactly when the tasks come from BPF (the same clock); from
+        // /proc they are clock ticks, so a pid alone says whether the process lives.
+        let tasks = &out.tasks;
+        let exact = out.source == Source::Bpf;
+        let alive =
+            |pid: u32, start: u64| tasks.get(pid).is_some_and(|p| !exact || p.start == start);
+        if net.read(&mut out.net, alive).is_err() {
+            out.net.attribution = None;
+            out.net.procs.clear();
+        }
     }
 }
 
@@ -139,6 +186,10 @@ pub(crate) fn open_collector(src: &crate::cli::SourceArgs) -> anyhow::Result<Col
                 "kernstat: BPF unavailable ({why}); reading /proc instead (\"source\": \"procfs\")"
             );
         }
+    } else if let Some(why) = &c.net_unavailable {
+        // BPF works but not the network hooks (a kernel with neither the socket
+        // tracepoints nor BPF trampolines): links only, said once.
+        eprintln!("kernstat: per-process network unavailable ({why}); links only");
     }
     Ok(c)
 }

@@ -120,6 +120,22 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
         (Some(Err(_)), true) => "syscall tracepoints",
         (Some(Err(_)), false) => "unavailable (no tracefs)",
     };
+    // Loaded and dropped: the hooks are attached only for the time of the check.
+    let network = if bpf {
+        match kernstat_bpf::net::Net::load(false) {
+            Ok(n) => match n.attach() {
+                kernstat_bpf::net::Attach::Tracepoints => {
+                    "tp_btf on sock:sock_send_length/sock_recv_length, by caller".to_string()
+                }
+                kernstat_bpf::net::Attach::Fexit => {
+                    format!("fexit on {}/sock_recvmsg, by caller", n.send_hook())
+                }
+            },
+            Err(e) => format!("per-process unavailable ({}); links only", e.summary()),
+        }
+    } else {
+        "links only (/proc/net/dev); per-process needs BPF".to_string()
+    };
     let mut advice = Vec::new();
     if !btf {
         advice.push(
@@ -159,6 +175,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
             "paths": {
                 "bar": sampler, "snapshot": sampler, "daemon": sampler,
                 "ps": ps, "runqlat": runqlat, "writes": writes,
+                "network": network,
             },
             "advice": advice,
         });
@@ -208,6 +225,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
             ("ps", ps),
             ("runqlat", runqlat),
             ("writes", writes),
+            ("network", &network),
         ] {
             out.push_str(&format!("  {cmd:<24}{path}\n"));
         }

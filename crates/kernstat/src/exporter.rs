@@ -35,6 +35,8 @@ pub struct MetricsSources {
     stats: Option<RunTimeStats>,
     /// Entries in the writes map at the last read (before exited processes' are deleted).
     write_entries: u64,
+    /// The network counters of the previous sample (socket totals are differences).
+    prev_net: kernstat_model::net::NetSample,
 }
 
 impl MetricsSources {
@@ -71,6 +73,7 @@ impl MetricsSources {
             counters: Counters::default(),
             stats,
             write_entries: 0,
+            prev_net: Default::default(),
         })
     }
 
@@ -107,6 +110,11 @@ impl MetricsSources {
             fds.push(("writes", name.clone(), unsafe {
                 BorrowedFd::borrow_raw(*raw)
             }));
+        }
+        let net_progs = collector.net().map(|n| n.programs()).unwrap_or_default();
+        for (name, raw) in &net_progs {
+            // SAFETY: the fd belongs to the collector's net counter, alive for this call.
+            fds.push(("net", name.clone(), unsafe { BorrowedFd::borrow_raw(*raw) }));
         }
         fds.into_iter()
             .filter_map(|(collector, program, fd)| {
@@ -155,6 +163,8 @@ impl MetricsSources {
         sample_us: f64,
     ) {
         self.counters.observe(&cur.sys);
+        self.counters.observe_net(&self.prev_net, &cur.net);
+        self.prev_net.clone_from(&cur.net);
         self.update_writes(model);
         let (runq, runq_per_cpu) = match self.runq.as_ref().map(|r| r.read_per_cpu()) {
             Some(Ok(cpus)) => {
@@ -185,9 +195,15 @@ impl MetricsSources {
             self_rss_bytes: self_rss_bytes(),
             programs: self.programs(collector),
             bpf_stats: self.stats.is_some(),
-            map_entries: match &self.writes {
-                Some(w) => vec![("writes", "stats", self.write_entries, w.capacity())],
-                None => Vec::new(),
+            map_entries: {
+                let mut m = Vec::new();
+                if let Some(w) = &self.writes {
+                    m.push(("writes", "stats", self.write_entries, w.capacity()));
+                }
+                if let Some(n) = collector.net() {
+                    m.push(("net", "procs", cur.net.procs.len() as u64, n.capacity()));
+                }
+                m
             },
         };
         self.exporter.publish(sample);

@@ -9,7 +9,9 @@ use std::io::{self, Write};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use kernstat_bpf::net::Net;
 use kernstat_bpf::ps as bpf_ps;
+use kernstat_model::net::{proc_rates, NetSample};
 use kernstat_model::ps::{command_line, lifetime_percent, CpuInterval, PsRow, RowExtras, TaskRow};
 use kernstat_render::table::{self, Column, StartFormat, COLUMNS};
 use kernstat_sources::cgroup::CgroupPaths;
@@ -64,19 +66,38 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
         cmdline,
         cgroup: json_rows || columns.contains(&Column::Cgroup) || args.cgroup.is_some(),
     };
+    let net_columns = columns
+        .iter()
+        .any(|c| matches!(c, Column::NetRx | Column::NetTx));
+    if net_columns && args.interval.is_none() && args.bench.is_none() {
+        // The kernel keeps no per-process network counter: kernstat counts from the
+        // moment its hooks are attached, so a rate needs an interval.
+        crate::cli::usage!("the netrx and nettx columns need --interval (e.g. --interval 1s)");
+    }
     let mut source = TaskSource::open(args.no_bpf, &args.pin_dir, cmdline)?;
     if let Some(n) = args.bench {
         return bench(&mut source, n, want, args.json);
     }
+    let mut net = match args.interval {
+        Some(_) if net_columns || json_rows => NetInterval::start(args.no_bpf, net_columns),
+        _ => None,
+    };
     let mut extra = None;
     let first = source.read(args.threads, want, &mut extra)?;
     let (tasks, interval) = match args.interval {
         None => (first, None),
         Some(d) => {
             let t0 = Instant::now();
+            if let Some(n) = net.as_mut() {
+                n.read_first();
+            }
             std::thread::sleep(d);
             let second = source.read(args.threads, want, &mut extra)?;
-            let cpu = CpuInterval::new(&first, t0.elapsed().as_nanos() as u64);
+            let dt = t0.elapsed();
+            if let Some(n) = net.as_mut() {
+                n.read_second(dt.as_secs_f64());
+            }
+            let cpu = CpuInterval::new(&first, dt.as_nanos() as u64);
             (second, Some(cpu))
         }
     };
@@ -92,6 +113,11 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
             None => lifetime_percent(t, now_boot),
         },
     );
+    if let (Some(n), false) = (&net, args.threads) {
+        for r in rows.iter_mut() {
+            (r.net_rx_bps, r.net_tx_bps) = n.rates(r.tgid);
+        }
+    }
     let user_filter = args.user.as_ref().map(|u| resolve_user(u)).transpose()?;
     rows.retain(|r| {
         user_filter.is_none_or(|u| r.uid == u)
@@ -215,10 +241,82 @@ fn sort_rows(rows: &mut [PsRow], (col, desc): (Column, bool)) {
             Column::Comm => a.comm.as_str().cmp(b.comm.as_str()),
             Column::Cmd => a.cmd.cmp(&b.cmd),
             Column::Cgroup => a.cgroup.cmp(&b.cgroup),
+            Column::NetRx => cmp_opt(a.net_rx_bps, b.net_rx_bps),
+            Column::NetTx => cmp_opt(a.net_tx_bps, b.net_tx_bps),
         }
         .then(a.pid.cmp(&b.pid))
     };
     rows.sort_by(|a, b| if desc { key(b, a) } else { key(a, b) });
+}
+
+/// Unmeasured (None) sorts below every measured value.
+fn cmp_opt(a: Option<f64>, b: Option<f64>) -> std::cmp::Ordering {
+    match (a, b) {
+        (Some(a), Some(b)) => a.total_cmp(&b),
+        (a, b) => a.is_some().cmp(&b.is_some()),
+    }
+}
+
+/// Per-process network over ps's --interval: the hooks attached before the first read,
+/// their counters read at its start and end. Processes are joined by pid (the task
+/// rows' start times are CLOCK_BOOTTIME, the counters' CLOCK_MONOTONIC), the newest
+/// process of a pid when it was reused within the interval.
+struct NetInterval {
+    net: Net,
+    first: NetSample,
+    second: NetSample,
+    dt: f64,
+}
+
+impl NetInterval {
+    /// Attaches the hooks; says on stderr why not when the columns were asked for.
+    fn start(no_bpf: bool, asked: bool) -> Option<Self> {
+        let why = if no_bpf {
+            "--no-bpf".to_string()
+        } else {
+            match Net::load(false) {
+                Ok(net) => {
+                    return Some(NetInterval {
+                        net,
+                        first: NetSample::default(),
+                        second: NetSample::default(),
+                        dt: 0.0,
+                    })
+                }
+                Err(e) => e.summary(),
+            }
+        };
+        if asked {
+            eprintln!("kernstat: per-process network unavailable ({why}); netrx and nettx show -");
+        }
+        None
+    }
+
+    fn read_first(&mut self) {
+        if self.net.read(&mut self.first, |_, _| true).is_err() {
+            self.first.procs.clear();
+        }
+    }
+
+    fn read_second(&mut self, dt: f64) {
+        if self.net.read(&mut self.second, |_, _| true).is_err() {
+            self.second.procs.clear();
+        }
+        self.dt = dt;
+    }
+
+    /// (received, sent) bytes per second of process `pid` (zero if it used no socket).
+    fn rates(&self, pid: u32) -> (Option<f64>, Option<f64>) {
+        let newest = self.second.procs.iter().rfind(|p| p.pid == pid);
+        let (rx, tx) = match newest {
+            Some(p) => {
+                let before = self.first.get(p.pid, p.start_ns).map(|b| &b.counters);
+                proc_rates(&p.counters, before, self.dt)
+            }
+            None => (0.0, 0.0),
+        };
+        (Some(rx), Some(tx))
+    }
 }
 
 fn boottime_ns() -> u64 {

@@ -41,6 +41,24 @@ echo "WR $(/bin/kernstat writes -c ks-workload --json 8 1 2>/tmp/wr.err)"
 echo "WRERR $(cat /tmp/wr.err)"
 echo "PINNED $(cat /sys/fs/bpf/ks/ps_v3 | head -c 4)"
 kill $busy
+ip link set lo up
+/bin/kernstat daemon --socket /tmp/ks.sock --interval 0.5 >/tmp/d.out 2>/tmp/d.err &
+d=$!
+i=0; while [ ! -S /tmp/ks.sock ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+/bin/ks-workload net-recv tcp 4000000 stay >/tmp/recv.out &
+r=$!
+i=0; until grep -q ready /tmp/recv.out || [ $i -gt 600 ]; do sleep 0.1; i=$((i+1)); done
+/bin/ks-workload net-send tcp $(awk '/ready/{print $2}' /tmp/recv.out) 4000000 65536 stay >/tmp/send.out &
+s=$!
+i=0; until grep -q got /tmp/recv.out || [ $i -gt 600 ]; do sleep 0.1; i=$((i+1)); done
+sleep 2
+echo "NETPIDS $s $r"
+echo "NETSENT $(cat /tmp/send.out)"
+echo "NETGOT $(tail -1 /tmp/recv.out)"
+echo "NETSNAP $(/bin/kernstat get snapshot --socket /tmp/ks.sock --format json)"
+echo "NETDERR $(cat /tmp/d.err)"
+echo "NETDOCTOR $(/bin/kernstat doctor --json)"
+kill $s $r $d
 "#;
 
 fn field<'a>(out: &'a str, key: &str) -> &'a str {
@@ -174,5 +192,53 @@ fn sampler_loads_and_agrees_with_proc_on_linux_6_1() {
         field(&stdout, "PINNED"),
         "KSPS",
         "the pin reads as a kernstat stream"
+    );
+
+    // Per-process network on 6.1: no socket tracepoints there, so the fexit hooks on
+    // __sock_sendmsg/sock_recvmsg count, for the caller as on 6.3+. 4 MB over TCP between
+    // two processes that stay alive, read from a daemon's snapshot.
+    let doctor: Value = serde_json::from_str(field(&stdout, "NETDOCTOR")).unwrap();
+    assert_eq!(
+        doctor["paths"]["network"], "fexit on __sock_sendmsg/sock_recvmsg, by caller",
+        "{doctor}"
+    );
+    let pids: Vec<u64> = field(&stdout, "NETPIDS")
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert_eq!(
+        field(&stdout, "NETSENT").split_whitespace().nth(1),
+        Some("4000000")
+    );
+    assert_eq!(
+        field(&stdout, "NETGOT").split_whitespace().nth(1),
+        Some("4000000")
+    );
+    let derr = field(&stdout, "NETDERR");
+    assert!(
+        derr.starts_with("kernstat daemon: listening") && !derr.contains("unavailable"),
+        "the daemon says only that it listens: {derr}"
+    );
+    let snap: Value = serde_json::from_str(field(&stdout, "NETSNAP")).unwrap();
+    let snap = &snap["snapshot"];
+    assert_eq!(snap["net"]["attribution"], "caller", "{}", snap["net"]);
+    let row = |pid: u64| {
+        snap["procs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == pid)
+            .unwrap_or_else(|| panic!("pid {pid} not in the snapshot"))
+            .clone()
+    };
+    let (sender, receiver) = (row(pids[0]), row(pids[1]));
+    // The issue's budget is 1 %; the hooks count every byte, so the test asks for all.
+    assert_eq!(sender["net_tx_bytes"], 4_000_000, "{sender}");
+    assert_eq!(sender["net_rx_bytes"], 0, "{sender}");
+    assert_eq!(receiver["net_rx_bytes"], 4_000_000, "{receiver}");
+    assert_eq!(receiver["net_tx_bytes"], 0, "{receiver}");
+    eprintln!(
+        "6.1 fexit: sender {} bytes sent, receiver {} received, of 4000000",
+        sender["net_tx_bytes"], receiver["net_rx_bytes"]
     );
 }

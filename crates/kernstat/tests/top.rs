@@ -199,6 +199,57 @@ fn a_steady_process_shows_the_cpu_proc_measures_in_a_sorted_table() {
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }
 
+/// A steady TCP sender and its receiver: sorted by NET_TX/s the sender is first, by
+/// NET_RX/s the receiver, and the header's network line counts the sockets; without BPF
+/// there are no such columns and the header says per-process network is unavailable.
+#[test]
+fn the_network_columns_sort_a_known_sender_and_receiver_first() {
+    let Some(_serial) = usable() else { return };
+    if !kernstat_testkit::bpf_gate() {
+        return;
+    }
+    let traffic = kernstat_testkit::Traffic::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pane = top(dir.path(), "-d 0.5 --sort nettx", &[], (200, 40));
+    for (key, pid, title) in [
+        (None, traffic.sender(), "NET_TX/s"),
+        (Some("<"), traffic.receiver(), "NET_RX/s"),
+    ] {
+        if let Some(k) = key {
+            // One column left of NET_TX/s is NET_RX/s.
+            pane.keys(&[k]);
+        }
+        let s = pane.wait_for("the end on top", &|s| {
+            refresh_count(s) >= Some(3)
+                && table(s).first().and_then(|r| pid_of(r)) == Some(pid)
+                && s.lines()
+                    .any(|l| l.contains(&format!("{title}▼")) || l.contains(&format!("{title}▲")))
+        });
+        let first = table(&s)[0];
+        let shown = column(&s, first, title);
+        assert!(
+            shown.ends_with('M') || shown.ends_with('G'),
+            "{title} {shown}:\n{s}"
+        );
+        let net = s.lines().find(|l| l.starts_with("Net ")).unwrap();
+        assert!(
+            net.contains(" lo rx ") && net.contains("sockets rx"),
+            "{net}"
+        );
+    }
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let pane = top(dir.path(), "-d 0.5 --no-bpf", &[], (200, 40));
+    let s = pane.wait_for("a refresh", &|s| refresh_count(s) >= Some(2));
+    assert!(!s.contains("NET_RX/s"), "{s}");
+    let net = s.lines().find(|l| l.starts_with("Net ")).unwrap();
+    assert!(net.contains("per process: unavailable (--no-bpf)"), "{net}");
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+}
+
 /// utime + stime + cutime + cstime of /proc/PID/stat, ns: a process's CPU time with
 /// that of the children it reaped.
 fn proc_cpu_with_reaped_ns(pid: u32) -> u64 {

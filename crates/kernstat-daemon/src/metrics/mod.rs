@@ -23,6 +23,7 @@ pub mod http;
 use std::sync::{Arc, Mutex};
 
 use kernstat_model::hist::Hist;
+use kernstat_model::net::{LinkRate, NetSample, KINDS};
 use kernstat_model::raw::SystemSample;
 use kernstat_model::writes::SIZE_SLOTS;
 use kernstat_model::{Model, ProcRate};
@@ -73,9 +74,33 @@ pub struct Counters {
     pub swap_out_bytes: Monotonic,
     /// Pressure stall time, µs: cpu some, memory some/full, io some/full.
     pub psi_us: [Monotonic; 5],
+    /// Socket payload bytes of all processes (exited ones included) since the daemon
+    /// started, by kind (tcp, udp, unix, other): received, sent. None without BPF.
+    pub socket_bytes: Option<[[u64; 4]; 2]>,
 }
 
 impl Counters {
+    /// Adds what every process sent and received between two samples (exact: the
+    /// difference of each process's counters, a new process's counted from zero).
+    pub fn observe_net(&mut self, prev: &NetSample, cur: &NetSample) {
+        if cur.attribution.is_none() {
+            return;
+        }
+        let totals = self.socket_bytes.get_or_insert([[0; 4]; 2]);
+        for p in &cur.procs {
+            let d = match prev.get(p.pid, p.start_ns) {
+                Some(b) => p.counters.since(&b.counters),
+                None => p.counters,
+            };
+            for (t, b) in totals[0].iter_mut().zip(d.rx_bytes) {
+                *t += b;
+            }
+            for (t, b) in totals[1].iter_mut().zip(d.tx_bytes) {
+                *t += b;
+            }
+        }
+    }
+
     /// Takes the counters of one raw sample.
     pub fn observe(&mut self, sys: &SystemSample) {
         self.busy_ns.observe(sys.busy_ns);
@@ -342,6 +367,119 @@ fn labeled<L: EncodeLabelSet>(
     })
 }
 
+/// Per-interface counters (/proc/net/dev), all processes' socket bytes by kind, and
+/// the top processes by socket bytes.
+fn network(
+    enc: &mut DescriptorEncoder<'_>,
+    s: &MetricsSample,
+    top: usize,
+) -> Result<(), std::fmt::Error> {
+    use MetricType::Counter;
+    let links = &s.model.links;
+    type LinkValue = fn(&LinkRate) -> u64;
+    let families: [(&str, &str, LinkValue); 8] = [
+        (
+            "kernstat_network_receive_bytes",
+            "bytes received on an interface (/proc/net/dev)",
+            |l| l.rx_bytes,
+        ),
+        (
+            "kernstat_network_transmit_bytes",
+            "bytes sent on an interface",
+            |l| l.tx_bytes,
+        ),
+        (
+            "kernstat_network_receive_packets",
+            "packets received on an interface",
+            |l| l.rx_packets,
+        ),
+        (
+            "kernstat_network_transmit_packets",
+            "packets sent on an interface",
+            |l| l.tx_packets,
+        ),
+        (
+            "kernstat_network_receive_errors",
+            "receive errors on an interface",
+            |l| l.rx_errors,
+        ),
+        (
+            "kernstat_network_transmit_errors",
+            "transmit errors on an interface",
+            |l| l.tx_errors,
+        ),
+        (
+            "kernstat_network_receive_drop",
+            "packets dropped on receive",
+            |l| l.rx_dropped,
+        ),
+        (
+            "kernstat_network_transmit_drop",
+            "packets dropped on transmit",
+            |l| l.tx_dropped,
+        ),
+    ];
+    if !links.is_empty() {
+        for (name, help, value) in families {
+            labeled(
+                enc,
+                name,
+                help,
+                Counter,
+                links
+                    .iter()
+                    .map(|l| ([("device", l.name.as_str().to_string())], value(l) as f64)),
+            )?;
+        }
+    }
+    let Some(totals) = s.counters.socket_bytes else {
+        return Ok(());
+    };
+    for (dir, name, help) in [
+        (0, "kernstat_socket_receive_bytes", "socket payload bytes received by all processes, exited ones included, by socket kind (counted in the kernel at every receive)"),
+        (1, "kernstat_socket_transmit_bytes", "socket payload bytes sent by all processes, by socket kind"),
+    ] {
+        labeled(
+            enc,
+            name,
+            help,
+            Counter,
+            KINDS
+                .iter()
+                .zip(totals[dir])
+                .map(|(kind, v)| ([("kind", *kind)], v as f64)),
+        )?;
+    }
+    let busiest = top_by(&s.model.procs, top, |p| {
+        p.net_rx_bps.unwrap_or(0.0) + p.net_tx_bps.unwrap_or(0.0)
+    });
+    let busiest: Vec<&ProcRate> = busiest
+        .into_iter()
+        .filter(|p| p.net_rx_bytes.unwrap_or(0) + p.net_tx_bytes.unwrap_or(0) > 0)
+        .collect();
+    for (name, help, value) in [
+        (
+            "kernstat_process_network_receive_bytes",
+            "socket payload bytes a process received since kernstat started counting (the top processes by socket bytes over the last sample)",
+            (|p: &ProcRate| p.net_rx_bytes.unwrap_or(0)) as fn(&ProcRate) -> u64,
+        ),
+        (
+            "kernstat_process_network_transmit_bytes",
+            "socket payload bytes a process sent since kernstat started counting (the top processes by socket bytes over the last sample)",
+            |p: &ProcRate| p.net_tx_bytes.unwrap_or(0),
+        ),
+    ] {
+        labeled(
+            enc,
+            name,
+            help,
+            Counter,
+            busiest.iter().map(|p| (proc_labels(p), value(p) as f64)),
+        )?;
+    }
+    Ok(())
+}
+
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         use MetricType::{Counter, Gauge, Histogram};
@@ -474,6 +612,7 @@ impl Collector for Scrape {
                 rows.into_iter().map(|p| (proc_labels(p), value(p))),
             )?;
         }
+        network(enc, &s, top)?;
         single(
             enc,
             "kernstat_tasks_blocked",

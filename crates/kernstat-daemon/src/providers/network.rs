@@ -68,47 +68,28 @@ pub struct NetInfo {
 /// Interfaces with a default route, from /proc/net/route (IPv4) then ipv6_route, lowest
 /// metric first; and every interface that carries any route.
 pub fn routes(proc_net: &Path) -> (Vec<String>, Vec<String>) {
-    let mut defaults: Vec<(u32, String)> = Vec::new();
+    use kernstat_sources::net::{routes_v4, routes_v6, Route};
+    let mut defaults: Vec<(u64, String)> = Vec::new();
     let mut carrying: Vec<String> = Vec::new();
-    if let Ok(t) = fs::read_to_string(proc_net.join("route")) {
-        for l in t.lines().skip(1) {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() < 8 {
-                continue;
-            }
-            let flags = u32::from_str_radix(f[3], 16).unwrap_or(0);
-            if flags & 1 == 0 {
-                continue; // RTF_UP
-            }
-            carrying.push(f[0].to_string());
-            if f[1] == "00000000" && f[7] == "00000000" {
-                defaults.push((f[6].parse().unwrap_or(u32::MAX), f[0].to_string()));
-            }
+    let name = |r: &Route<'_>| String::from_utf8_lossy(r.iface).into_owned();
+    let v4 = fs::read(proc_net.join("route")).unwrap_or_default();
+    for r in routes_v4(&v4).filter(|r| r.up) {
+        carrying.push(name(&r));
+        if r.is_default {
+            defaults.push((r.metric, name(&r)));
         }
     }
-    let v4 = defaults.len();
-    if let Ok(t) = fs::read_to_string(proc_net.join("ipv6_route")) {
-        for l in t.lines() {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() < 10 || f[9] == "lo" {
-                continue;
-            }
-            let flags = u32::from_str_radix(f[8], 16).unwrap_or(0);
-            if flags & 1 == 0 {
-                continue;
-            }
-            carrying.push(f[9].to_string());
-            if f[0].bytes().all(|b| b == b'0') && f[1] == "00" {
-                defaults.push((
-                    u32::from_str_radix(f[5], 16).unwrap_or(u32::MAX),
-                    f[9].to_string(),
-                ));
-            }
+    let ipv4_defaults = defaults.len();
+    let v6 = fs::read(proc_net.join("ipv6_route")).unwrap_or_default();
+    for r in routes_v6(&v6).filter(|r| r.up) {
+        carrying.push(name(&r));
+        if r.is_default {
+            defaults.push((r.metric, name(&r)));
         }
     }
     // IPv4 defaults first (by metric), then IPv6 ones.
-    defaults[..v4].sort();
-    defaults[v4..].sort();
+    defaults[..ipv4_defaults].sort();
+    defaults[ipv4_defaults..].sort();
     carrying.sort();
     carrying.dedup();
     (defaults.into_iter().map(|(_, i)| i).collect(), carrying)

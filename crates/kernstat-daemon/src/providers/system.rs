@@ -396,6 +396,51 @@ pub const METRICS: &[Metric] = &[
         |s| Some(Value::Top(&s.model.top_io)),
     ),
     metric(
+        "top.net",
+        "top 5 processes by socket bytes/s, received + sent (extra: sent part); absent without BPF",
+        Unit::Json,
+        Rate,
+        |s| s.model.net.as_ref().map(|n| Value::Top(&n.top)),
+    ),
+    metric(
+        "network.links",
+        "every interface: [{name, is_default, rx_bps, tx_bps, rx_pps, tx_pps, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped, tx_dropped}]",
+        Unit::Json,
+        Rate,
+        |s| {
+            Some(Value::Json(
+                serde_json::to_vec(&s.model.links).unwrap_or_else(|_| b"[]".to_vec()),
+            ))
+        },
+    ),
+    metric(
+        "network.sockets",
+        "socket payload bytes/s of all processes, by kind: {attribution, rx_bps, tx_bps, tcp, udp, unix, other, exited_rx_bytes, exited_tx_bytes, lost}; absent without BPF",
+        Unit::Json,
+        Rate,
+        |s| {
+            let n = s.model.net.as_ref()?;
+            let mut n = n.clone();
+            n.top = Default::default();
+            Some(Value::Json(serde_json::to_vec(&n).ok()?))
+        },
+    ),
+    metric(
+        "network.attribution",
+        "whose socket bytes the per-process figures are: caller, or unavailable (no BPF)",
+        Unit::Text,
+        Instant,
+        |s| {
+            Some(Value::Text(
+                s.model
+                    .net
+                    .as_ref()
+                    .map_or("unavailable", |n| n.attribution.as_str()),
+            ))
+        },
+    )
+    .exported(Prom::Info("kernstat_network_attribution", "attribution")),
+    metric(
         "gpu.busy",
         "GPU busy % (where a GPU exists)",
         Unit::Percent,
@@ -523,6 +568,8 @@ pub const METRICS: &[Metric] = &[
             let summary = Model {
                 procs: Vec::new(),
                 cores_percent: s.model.cores_percent.clone(),
+                net: s.model.net.clone(),
+                links: s.model.links.clone(),
                 ..*s.model
             };
             Some(Value::Json(snapshot_json(s, &summary)))
@@ -533,7 +580,9 @@ pub const METRICS: &[Metric] = &[
 /// Keys that name other users' processes (pid, command, CPU, memory, I/O): a system
 /// daemon on a machine whose /proc hides them ([`proc_hides_pids`]) keeps them out of
 /// its world-readable snapshot and answers them to root only.
-pub const PER_PROCESS_KEYS: &[&str] = &["top.cpu", "top.mem", "top.io", "snapshot", "summary"];
+pub const PER_PROCESS_KEYS: &[&str] = &[
+    "top.cpu", "top.mem", "top.io", "top.net", "snapshot", "summary",
+];
 
 /// Whether /proc is mounted so that users cannot see each other's processes
 /// (`hidepid=1`, `2`, `invisible`, `noaccess` or `ptraceable`).
@@ -655,6 +704,7 @@ mod tests {
         m.psi.memory_full = Some(line);
         m.psi.io_some = Some(line);
         m.psi.io_full = Some(line);
+        m.net = Some(kernstat_model::net::NetModel::default());
         let c = Cache::new();
         publish(&c, &m, 1.0);
         let mut published = c.keys();

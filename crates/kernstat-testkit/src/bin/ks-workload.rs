@@ -36,6 +36,17 @@
 //!                                    long: latencies spread evenly instead of in peaks.
 //!                                    Both threads are SCHED_BATCH: a wake-up never
 //!                                    preempts the waker
+//!   ks-workload net-recv KIND N [PATH] [stay]
+//!                                    KIND tcp, udp or unix (a stream socket at PATH):
+//!                                    binds (127.0.0.1, port 0), prints "ready PORT" (or
+//!                                    "ready 0" for unix), receives until N bytes came
+//!                                    (udp: or 2 s pass without a datagram), prints
+//!                                    "got BYTES RECEIVES" and exits (with "stay": sleeps
+//!                                    until killed instead, so that a sample sees it)
+//!   ks-workload net-send KIND PORT|PATH N CHUNK [stay]
+//!                                    sends N bytes to it in sends of CHUNK bytes (udp:
+//!                                    datagrams), prints "sent BYTES SENDS" and exits (or
+//!                                    stays)
 //!   ks-workload dstate               block in uninterruptible sleep (D): a vfork-style
 //!                                    clone whose child never execs ("ready CHILD_PID";
 //!                                    kill the child to release us)
@@ -228,6 +239,8 @@ fn main() {
             args.get(3).map(|_| arg(&args, 3, "SPREAD_US")).unwrap_or(0),
         ),
         Some("writes") => gated_writes(&args),
+        Some("net-recv") => net_recv(&args),
+        Some("net-send") => net_send(&args),
         Some("syscall-cost") => {
             use std::os::fd::AsRawFd;
             let n = arg(&args, 2, "N");
@@ -255,6 +268,115 @@ fn main() {
             std::process::exit(2);
         }
     }
+}
+
+fn net_recv(args: &[String]) {
+    let kind = args.get(2).map(String::as_str).unwrap_or("");
+    let n = arg(args, 3, "N");
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut got, mut calls) = (0u64, 0u64);
+    let say = |line: String| {
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    };
+    match kind {
+        "tcp" => {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            say(format!("ready {}", l.local_addr().unwrap().port()));
+            let (mut c, _) = l.accept().unwrap();
+            (got, calls) = read_stream(&mut c, n, &mut buf);
+        }
+        "udp" => {
+            let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            say(format!("ready {}", u.local_addr().unwrap().port()));
+            u.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            while got < n {
+                match u.recv(&mut buf) {
+                    Ok(k) => {
+                        got += k as u64;
+                        calls += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        "unix" => {
+            let path = args.get(4).expect("net-recv unix N PATH");
+            let _ = std::fs::remove_file(path);
+            let l = std::os::unix::net::UnixListener::bind(path).unwrap();
+            say("ready 0".to_string());
+            let (mut c, _) = l.accept().unwrap();
+            (got, calls) = read_stream(&mut c, n, &mut buf);
+        }
+        other => panic!("ks-workload net-recv: unknown kind {other:?}"),
+    }
+    let line = format!("got {got} {calls}");
+    if args.iter().any(|a| a == "stay") {
+        wait_after(&line);
+    }
+    say(line);
+}
+
+/// Reads until `n` bytes came or the peer closed: (bytes, reads that returned some).
+fn read_stream(c: &mut impl std::io::Read, n: u64, buf: &mut [u8]) -> (u64, u64) {
+    let (mut got, mut calls) = (0u64, 0u64);
+    while got < n {
+        let k = c.read(buf).unwrap();
+        if k == 0 {
+            break;
+        }
+        got += k as u64;
+        calls += 1;
+    }
+    (got, calls)
+}
+
+fn net_send(args: &[String]) {
+    let kind = args.get(2).map(String::as_str).unwrap_or("");
+    let to = args
+        .get(3)
+        .expect("net-send KIND PORT|PATH N CHUNK")
+        .clone();
+    let n = arg(args, 4, "N");
+    let chunk = arg(args, 5, "CHUNK").max(1) as usize;
+    let data = vec![b'k'; chunk];
+    let (mut sent, mut calls) = (0u64, 0u64);
+    let mut send = |f: &mut dyn FnMut(&[u8]) -> usize| {
+        while sent < n {
+            let want = chunk.min((n - sent) as usize);
+            sent += f(&data[..want]) as u64;
+            calls += 1;
+        }
+    };
+    match kind {
+        "tcp" => {
+            let mut c =
+                std::net::TcpStream::connect(("127.0.0.1", to.parse::<u16>().unwrap())).unwrap();
+            send(&mut |b| std::io::Write::write(&mut c, b).unwrap());
+        }
+        "udp" => {
+            let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            u.connect(("127.0.0.1", to.parse::<u16>().unwrap()))
+                .unwrap();
+            // Paced a little, so that the receiver's buffer never overflows on loopback.
+            send(&mut |b| {
+                let k = u.send(b).unwrap();
+                std::thread::sleep(Duration::from_micros(50));
+                k
+            });
+        }
+        "unix" => {
+            let mut c = std::os::unix::net::UnixStream::connect(&to).unwrap();
+            send(&mut |b| std::io::Write::write(&mut c, b).unwrap());
+        }
+        other => panic!("ks-workload net-send: unknown kind {other:?}"),
+    }
+    let line = format!("sent {sent} {calls}");
+    if args.get(6).is_some_and(|a| a == "stay") {
+        wait_after(&line);
+    }
+    println!("{line}");
 }
 
 extern "C" fn vfork_child(_: *mut libc::c_void) -> libc::c_int {

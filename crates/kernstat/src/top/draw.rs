@@ -26,7 +26,7 @@ struct Col {
     right: bool,
 }
 
-const COLS: [Col; 14] = [
+const COLS: [Col; 16] = [
     Col {
         title: "PID",
         width: 7,
@@ -88,6 +88,18 @@ const COLS: [Col; 14] = [
         right: true,
     },
     Col {
+        title: "NET_RX/s",
+        width: 9,
+        key: SortKey::NetRx,
+        right: true,
+    },
+    Col {
+        title: "NET_TX/s",
+        width: 9,
+        key: SortKey::NetTx,
+        right: true,
+    },
+    Col {
         title: "TIME+",
         width: 9,
         key: SortKey::Time,
@@ -122,6 +134,8 @@ fn shown_columns(width: u16, shown: impl Fn(SortKey) -> bool) -> Vec<&'static Co
     for drop in [
         SortKey::Read,
         SortKey::Write,
+        SortKey::NetTx,
+        SortKey::NetRx,
         SortKey::Time,
         SortKey::Pri,
         SortKey::Threads,
@@ -241,6 +255,7 @@ fn header_lines(app: &App, width: u16, max_core_rows: usize) -> Vec<Line<'static
         );
     }
     lines.push(Line::raw(l));
+    lines.push(Line::raw(network_line(m)));
 
     let hw = &m.hw;
     let mut h = String::new();
@@ -293,6 +308,46 @@ fn header_lines(app: &App, width: u16, max_core_rows: usize) -> Vec<Line<'static
         Style::default().add_modifier(Modifier::DIM),
     ));
     lines
+}
+
+/// "Net eth0 rx 1.2M/s tx 40K/s  lo rx ...  sockets rx ... tx ... (by caller)": the
+/// default route's link and the other busy ones, then all processes' socket bytes.
+fn network_line(m: &super::sample::Machine) -> String {
+    let mut n = String::from("Net");
+    let rate = |out: &mut String, v: f64| {
+        human_bytes(out, v);
+        out.push_str("/s");
+    };
+    let mut shown = 0;
+    for l in &m.links {
+        // The default route's link always; others while they move (at most three).
+        if !l.is_default && l.rx_bps + l.tx_bps < 1.0 || shown == 3 {
+            continue;
+        }
+        shown += 1;
+        let _ = write!(n, " {} rx ", l.name);
+        rate(&mut n, l.rx_bps);
+        n.push_str(" tx ");
+        rate(&mut n, l.tx_bps);
+        n.push(' ');
+    }
+    if shown == 0 {
+        n.push_str(" no traffic on any link ");
+    }
+    match (&m.net, &m.net_unavailable) {
+        (Some(k), _) => {
+            n.push_str(" sockets rx ");
+            rate(&mut n, k.rx_bps);
+            n.push_str(" tx ");
+            rate(&mut n, k.tx_bps);
+            n.push_str(" (by caller)");
+        }
+        (None, Some(why)) => {
+            let _ = write!(n, " per process: unavailable ({why})");
+        }
+        (None, None) => n.push_str(" per process: unavailable"),
+    }
+    n
 }
 
 fn runq_panel(app: &App, f: &mut Frame, area: Rect) {
@@ -517,6 +572,17 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect) {
                 SortKey::Mem => human_bytes(&mut buf, p.rss_bytes as f64),
                 SortKey::Read => human_bytes(&mut buf, p.read_bps),
                 SortKey::Write => human_bytes(&mut buf, p.write_bps),
+                SortKey::NetRx | SortKey::NetTx => {
+                    let v = if c.key == SortKey::NetRx {
+                        p.net_rx_bps
+                    } else {
+                        p.net_tx_bps
+                    };
+                    match v {
+                        Some(v) => human_bytes(&mut buf, v),
+                        None => buf.push('-'),
+                    }
+                }
                 SortKey::Time => {
                     let _ = write_cputime(&mut buf, p.cpu_ns);
                 }

@@ -361,9 +361,11 @@ fn toggle_writes(app: &mut App) {
 /// Which columns are on screen (the probes' columns are there only with their panel).
 fn shown_columns(app: &App) -> impl Fn(SortKey) -> bool {
     let (runq, writes) = (app.runq.is_some(), app.writes.is_some());
+    let net = app.machine.net.is_some();
     move |k| match k {
         SortKey::RunqP99 => runq,
         SortKey::WriteCalls | SortKey::SmallShare => writes,
+        SortKey::NetRx | SortKey::NetTx => net,
         _ => true,
     }
 }

@@ -13,11 +13,15 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Instant;
 
+use kernstat_bpf::net::Net;
+use kernstat_model::net::{link_rates, proc_rates, KindRate, LinkRate, NetSample};
 use kernstat_model::ps::{command_line, TaskRow};
 use kernstat_model::{CoreTimes, Hardware, MemInfo, Psi, SystemSample};
 use kernstat_sources::cgroup::CgroupPaths;
 use kernstat_sources::users::UserNames;
-use kernstat_sources::{HardwareReader, ProcfsPs, Roots, SystemReader, TempSource, Want};
+use kernstat_sources::{
+    HardwareReader, LinkReader, ProcfsPs, Roots, SystemReader, TempSource, Want,
+};
 
 use super::view::Proc;
 use crate::tasks::TaskSource;
@@ -41,6 +45,12 @@ pub struct Machine {
     pub tasks: usize,
     /// Where processes come from: "bpf-iter", "bpf-pin" or "procfs".
     pub source: &'static str,
+    /// Every network interface over the interval, the default route's first.
+    pub links: Vec<LinkRate>,
+    /// All processes' socket bytes over the interval (None: not counted here).
+    pub net: Option<KindRate>,
+    /// Why per-process network is not counted.
+    pub net_unavailable: Option<String>,
 }
 
 /// Counters of a task at the previous refresh.
@@ -87,6 +97,13 @@ pub struct Sampler {
     shown_before_exit: HashMap<u32, u64>,
     /// User names by uid, shared with the rows.
     user_names: HashMap<u32, Rc<str>>,
+    links: Option<LinkReader>,
+    net: Option<Net>,
+    net_unavailable: Option<String>,
+    /// Network counters at the previous and this refresh.
+    net_prev: NetSample,
+    net_cur: NetSample,
+    link_rates: Vec<LinkRate>,
 }
 
 impl Sampler {
@@ -97,6 +114,14 @@ impl Sampler {
         temp: &TempSource,
     ) -> anyhow::Result<Self> {
         let roots = Roots::default();
+        let (net, net_unavailable) = if no_bpf {
+            (None, Some("--no-bpf".to_string()))
+        } else {
+            match Net::load(false) {
+                Ok(n) => (Some(n), None),
+                Err(e) => (None, Some(e.summary())),
+            }
+        };
         Ok(Sampler {
             // The iterator without command lines: copying every process's argv out of
             // its memory is three quarters of the sleepable iterator's time (3.3 µs a
@@ -117,6 +142,12 @@ impl Sampler {
             reaping: Vec::new(),
             reaping_index: 0,
             shown_before_exit: HashMap::new(),
+            links: LinkReader::open(&roots),
+            net,
+            net_unavailable,
+            net_prev: NetSample::default(),
+            net_cur: NetSample::default(),
+            link_rates: Vec::new(),
         })
     }
 
@@ -134,6 +165,7 @@ impl Sampler {
             cgroup: cgroups,
         };
         let tasks = self.source.read(threads, want, &mut self.extra)?;
+        self.read_net(&tasks);
         let dt_s = self
             .at
             .map(|t| now.duration_since(t).as_secs_f64())
@@ -151,7 +183,10 @@ impl Sampler {
         self.reaping.clear();
         self.reaping_index = 0;
         for t in &tasks {
-            let p = self.proc_of(t, threads, dt_s, cgroups);
+            let mut p = self.proc_of(t, threads, dt_s, cgroups);
+            if self.net.is_some() && !threads {
+                (p.net_rx_bps, p.net_tx_bps) = self.net_rates(t.pid, dt_s);
+            }
             procs.push(p);
         }
         let generation = self.generation;
@@ -207,6 +242,62 @@ impl Sampler {
             running: totals.running,
             tasks: tasks.len(),
             source: self.source.name(),
+            links: self.link_rates.clone(),
+            net: self.net_total(dt_s),
+            net_unavailable: self.net_unavailable.clone(),
+        })
+    }
+
+    /// Reads the links and the per-process counters; forgets the counters of processes
+    /// not in `tasks` (by pid: the rows' start times are another clock than the hooks').
+    fn read_net(&mut self, tasks: &[TaskRow]) {
+        std::mem::swap(&mut self.net_prev, &mut self.net_cur);
+        self.net_cur.clear();
+        if let Some(l) = &mut self.links {
+            if l.read(&mut self.net_cur.links).is_err() {
+                self.net_cur.links.clear();
+            }
+        }
+        let dt = self.at.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        link_rates(
+            &self.net_prev.links,
+            &self.net_cur.links,
+            dt,
+            &mut self.link_rates,
+        );
+        if let Some(net) = &mut self.net {
+            let mut pids: Vec<u32> = tasks.iter().map(|t| t.pid).collect();
+            pids.sort_unstable();
+            if net
+                .read(&mut self.net_cur, |pid, _| pids.binary_search(&pid).is_ok())
+                .is_err()
+            {
+                self.net_cur.procs.clear();
+            }
+        }
+    }
+
+    /// (received, sent) bytes per second of process `pid` over the interval: its newest
+    /// counters (a pid reused within the interval is the later process).
+    fn net_rates(&self, pid: u32, dt_s: f64) -> (Option<f64>, Option<f64>) {
+        let i = self.net_cur.procs.partition_point(|p| p.pid <= pid);
+        let (rx, tx) = match i.checked_sub(1).map(|i| &self.net_cur.procs[i]) {
+            Some(p) if p.pid == pid && dt_s > 0.0 => {
+                let before = self.net_prev.get(p.pid, p.start_ns).map(|b| &b.counters);
+                proc_rates(&p.counters, before, dt_s)
+            }
+            _ => (0.0, 0.0),
+        };
+        (Some(rx), Some(tx))
+    }
+
+    /// Every process's socket bytes per second, including those that exited.
+    fn net_total(&self, dt_s: f64) -> Option<KindRate> {
+        self.net.as_ref()?;
+        let m = kernstat_model::net::model(&self.net_prev, &self.net_cur, dt_s, |_, _| true)?;
+        Some(KindRate {
+            rx_bps: m.rx_bps,
+            tx_bps: m.tx_bps,
         })
     }
 
@@ -291,6 +382,8 @@ impl Sampler {
             runq_p99_us: None,
             write_calls_per_s: None,
             small_write_share: None,
+            net_rx_bps: None,
+            net_tx_bps: None,
         }
     }
 

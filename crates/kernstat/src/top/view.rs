@@ -53,6 +53,10 @@ pub struct Proc {
     pub write_calls_per_s: Option<f64>,
     /// Share of those calls asking for fewer bytes than the small threshold, 0..1.
     pub small_write_share: Option<f64>,
+    /// Socket payload bytes received per second (None: not counted on this machine).
+    pub net_rx_bps: Option<f64>,
+    /// Socket payload bytes sent per second.
+    pub net_tx_bps: Option<f64>,
 }
 
 /// What rows can be sorted by; one per column.
@@ -78,6 +82,10 @@ pub enum SortKey {
     Read,
     /// WRITE/s.
     Write,
+    /// NET_RX/s.
+    NetRx,
+    /// NET_TX/s.
+    NetTx,
     /// TIME+.
     Time,
     /// RQ p99.
@@ -92,7 +100,7 @@ pub enum SortKey {
 
 impl SortKey {
     /// Every key, in column order.
-    pub const ALL: [SortKey; 15] = [
+    pub const ALL: [SortKey; 17] = [
         SortKey::Pid,
         SortKey::User,
         SortKey::Pri,
@@ -103,6 +111,8 @@ impl SortKey {
         SortKey::Mem,
         SortKey::Read,
         SortKey::Write,
+        SortKey::NetRx,
+        SortKey::NetTx,
         SortKey::Time,
         SortKey::RunqP99,
         SortKey::WriteCalls,
@@ -123,6 +133,8 @@ impl SortKey {
             SortKey::Mem => "mem",
             SortKey::Read => "read",
             SortKey::Write => "write",
+            SortKey::NetRx => "netrx",
+            SortKey::NetTx => "nettx",
             SortKey::Time => "time",
             SortKey::RunqP99 => "runq",
             SortKey::WriteCalls => "wcalls",
@@ -157,6 +169,14 @@ impl SortKey {
             SortKey::Mem => a.rss_bytes.cmp(&b.rss_bytes),
             SortKey::Read => a.read_bps.total_cmp(&b.read_bps),
             SortKey::Write => a.write_bps.total_cmp(&b.write_bps),
+            SortKey::NetRx => a
+                .net_rx_bps
+                .unwrap_or(-1.0)
+                .total_cmp(&b.net_rx_bps.unwrap_or(-1.0)),
+            SortKey::NetTx => a
+                .net_tx_bps
+                .unwrap_or(-1.0)
+                .total_cmp(&b.net_tx_bps.unwrap_or(-1.0)),
             SortKey::Time => a.cpu_ns.cmp(&b.cpu_ns),
             SortKey::RunqP99 => a
                 .runq_p99_us

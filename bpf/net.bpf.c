@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * net.bpf.c: every send and receive on a socket, counted for the process that made it
+ * (the caller's tgid), in payload bytes and calls, by direction and by kind (TCP, UDP,
+ * Unix, other). /proc has no per-process network counter; this is the one hot-path
+ * hook kernstat adds for it, so it does the least work: the current task's key, one
+ * per-CPU hash lookup, four additions.
+ *
+ * Two attachments, chosen by userspace:
+ *  - tp_btf on sock:sock_send_length and sock:sock_recv_length (Linux 6.3+), which
+ *    net/socket.c fires in the caller's context after every sock_sendmsg/sock_recvmsg
+ *    with the socket and the byte count (send, sendto, sendmsg, write, writev, splice
+ *    and io_uring sends alike);
+ *  - before 6.3, fexit on the functions those tracepoints sit in, where the kernel
+ *    allows BPF trampolines (Debian 12's 6.1 does): sock_recvmsg, and for sends
+ *    __sock_sendmsg where it exists (6.1.56+ call it directly from the syscalls and
+ *    write(2); userspace sets the target), else sock_sendmsg. Same calls, same context.
+ * A receive with MSG_PEEK moves nothing and is not counted (the tracepoint's own rule).
+ * Entries stay after a process exits, until userspace has read their last values.
+ */
+#include "kernel.h"
+#include "compat.bpf.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "net.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct ks_net_key);
+	__type(value, struct ks_net_val);
+} procs SEC(".maps");
+
+/* Sends and receives not counted because the map was full. */
+__u64 overflow = 0;
+
+/* Referenced so that their BTF (and so the Rust types) are emitted. */
+struct ks_net_key _ks_net_key_type = {};
+struct ks_net_val _ks_net_val_type = {};
+enum ks_net_kind _ks_net_kind_type = 0;
+enum ks_net_dir _ks_net_dir_type = 0;
+
+static __always_inline __u32 kind_of(struct sock *sk)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 proto;
+
+	if (family == KS_AF_UNIX)
+		return KS_NET_UNIX;
+	if (family != KS_AF_INET && family != KS_AF_INET6)
+		return KS_NET_OTHER;
+	proto = BPF_CORE_READ(sk, sk_protocol);
+	if (proto == KS_IPPROTO_TCP || proto == KS_IPPROTO_MPTCP)
+		return KS_NET_TCP;
+	if (proto == KS_IPPROTO_UDP || proto == KS_IPPROTO_UDPLITE)
+		return KS_NET_UDP;
+	return KS_NET_OTHER;
+}
+
+static __always_inline void count(struct sock *sk, int ret, __u32 dir)
+{
+	struct task_struct *task;
+	struct ks_net_key key = {};
+	struct ks_net_val *v;
+	__u32 kind;
+
+	if (ret <= 0 || !sk)
+		return;
+	task = (void *)bpf_get_current_task();
+	key.tgid = bpf_get_current_pid_tgid() >> 32;
+	key.start_ns = BPF_CORE_READ(task, group_leader, start_time);
+	kind = kind_of(sk) & 3;
+	v = bpf_map_lookup_elem(&procs, &key);
+	if (!v) {
+		struct ks_net_val zero = {};
+
+		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+		if (bpf_map_update_elem(&procs, &key, &zero, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&procs, &key)) {
+			__sync_fetch_and_add(&overflow, 1);
+			return;
+		}
+		v = bpf_map_lookup_elem(&procs, &key);
+		if (!v)
+			return;
+	}
+	v->bytes[dir & 1][kind] += ret;
+	v->calls[dir & 1][kind] += 1;
+}
+
+/* --- Linux 6.3+: the socket layer's tracepoints ----------------------------------- */
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(tp_send, struct sock *sk, int ret, int flags)
+{
+	count(sk, ret, KS_NET_TX);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(tp_recv, struct sock *sk, int ret, int flags)
+{
+	if (flags & KS_MSG_PEEK)
+		return 0;
+	count(sk, ret, KS_NET_RX);
+	return 0;
+}
+
+/* --- before 6.3: fexit on the functions those tracepoints sit in ------------------- */
+
+SEC("fexit/sock_sendmsg")
+int BPF_PROG(fx_send, struct socket *sock, struct msghdr *msg, int ret)
+{
+	count(BPF_CORE_READ(sock, sk), ret, KS_NET_TX);
+	return 0;
+}
+
+SEC("fexit/sock_recvmsg")
+int BPF_PROG(fx_recv, struct socket *sock, struct msghdr *msg, int flags, int ret)
+{
+	if (flags & KS_MSG_PEEK)
+		return 0;
+	count(BPF_CORE_READ(sock, sk), ret, KS_NET_RX);
+	return 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * net.h: what net.bpf.c counts per process: payload bytes and calls of every send and
+ * receive on a socket, by direction and kind. Shared with Rust only through the
+ * skeleton libbpf-cargo generates.
+ */
+#ifndef KERNSTAT_NET_H
+#define KERNSTAT_NET_H
+
+#define KS_NET_COMM_LEN 16
+
+/* What the socket is. */
+enum ks_net_kind {
+	KS_NET_TCP = 0, /* AF_INET/AF_INET6 stream: TCP, MPTCP */
+	KS_NET_UDP = 1, /* AF_INET/AF_INET6 datagrams: UDP, UDP-Lite */
+	KS_NET_UNIX = 2, /* AF_UNIX, any type */
+	KS_NET_OTHER = 3, /* netlink, packet, vsock, raw ... */
+	KS_NET_NKINDS = 4,
+};
+
+enum ks_net_dir {
+	KS_NET_RX = 0,
+	KS_NET_TX = 1,
+};
+
+/* One process: its pid and its start time (task->group_leader->start_time, ns since
+ * boot), so that a pid reused after an exit is another key. */
+struct ks_net_key {
+	__u32 tgid;
+	__u32 _pad;
+	__u64 start_ns;
+};
+
+/* Per CPU (the map is per-CPU: no atomics on the hot path); userspace adds the CPUs. */
+struct ks_net_val {
+	__u64 bytes[2][KS_NET_NKINDS]; /* [dir][kind] */
+	__u64 calls[2][KS_NET_NKINDS];
+	char comm[KS_NET_COMM_LEN]; /* when first seen (the name an exited one keeps) */
+};
+
+#endif /* KERNSTAT_NET_H */
