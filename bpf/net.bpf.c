@@ -26,9 +26,13 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* 8,192 processes that used a socket within two samples. Reading the map walks every
+ * bucket: measured in `bar --bench` (fastest of 1,000 samples), 16,384 entries added
+ * 14 us to a 90 us sample, 4,096 added 5 us. Sends of processes beyond it are counted
+ * in `overflow`. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, 8192);
 	__type(key, struct ks_net_key);
 	__type(value, struct ks_net_val);
 } procs SEC(".maps");
@@ -42,16 +46,18 @@ struct ks_net_val _ks_net_val_type = {};
 enum ks_net_kind _ks_net_kind_type = 0;
 enum ks_net_dir _ks_net_dir_type = 0;
 
+/* Direct loads through BTF pointers (the hooks' arguments and the current task are
+ * typed): no probe-read helper calls on the path every send and receive takes. */
 static __always_inline __u32 kind_of(struct sock *sk)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 family = sk->__sk_common.skc_family;
 	__u16 proto;
 
 	if (family == KS_AF_UNIX)
 		return KS_NET_UNIX;
 	if (family != KS_AF_INET && family != KS_AF_INET6)
 		return KS_NET_OTHER;
-	proto = BPF_CORE_READ(sk, sk_protocol);
+	proto = sk->sk_protocol;
 	if (proto == KS_IPPROTO_TCP || proto == KS_IPPROTO_MPTCP)
 		return KS_NET_TCP;
 	if (proto == KS_IPPROTO_UDP || proto == KS_IPPROTO_UDPLITE)
@@ -68,9 +74,9 @@ static __always_inline void count(struct sock *sk, int ret, __u32 dir)
 
 	if (ret <= 0 || !sk)
 		return;
-	task = (void *)bpf_get_current_task();
-	key.tgid = bpf_get_current_pid_tgid() >> 32;
-	key.start_ns = BPF_CORE_READ(task, group_leader, start_time);
+	task = bpf_get_current_task_btf();
+	key.tgid = task->tgid;
+	key.start_ns = task->group_leader->start_time;
 	kind = kind_of(sk) & 3;
 	v = bpf_map_lookup_elem(&procs, &key);
 	if (!v) {
@@ -113,7 +119,7 @@ int BPF_PROG(tp_recv, struct sock *sk, int ret, int flags)
 SEC("fexit/sock_sendmsg")
 int BPF_PROG(fx_send, struct socket *sock, struct msghdr *msg, int ret)
 {
-	count(BPF_CORE_READ(sock, sk), ret, KS_NET_TX);
+	count(sock->sk, ret, KS_NET_TX);
 	return 0;
 }
 
@@ -122,6 +128,6 @@ int BPF_PROG(fx_recv, struct socket *sock, struct msghdr *msg, int flags, int re
 {
 	if (flags & KS_MSG_PEEK)
 		return 0;
-	count(BPF_CORE_READ(sock, sk), ret, KS_NET_RX);
+	count(sock->sk, ret, KS_NET_RX);
 	return 0;
 }

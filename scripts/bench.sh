@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the numbers in docs/measured.md. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top, and screenshot (default: all but screenshot). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net, and screenshot (default: all but screenshot). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,7 +86,7 @@ observe() {
 
 hook_ns() {
   bpftool prog show -j 2>/dev/null | tr '}' '\n' |
-    grep -E '"name":"sample_(exit|free)"' | grep -o '"run_time_ns":[0-9]*' | cut -d: -f2 |
+    grep -E '"name":"(sample_(exit|free)|tp_send|tp_recv|fx_send|fx_recv)"' | grep -o '"run_time_ns":[0-9]*' | cut -d: -f2 |
     awk '{s+=$1} END {print s+0}'
 }
 
@@ -570,6 +570,112 @@ section_top() {
   rm -rf "$home"
 }
 
+# Total run time (ns) and runs of the BPF programs named $1 that process $2 holds.
+prog_total() {
+  bpftool prog show -j 2>/dev/null | python3 -c '
+import glob, json, sys
+ids = set()
+for f in glob.glob(f"/proc/{sys.argv[2]}/fdinfo/*"):
+    try:
+        ids |= {int(l.split()[1]) for l in open(f) if l.startswith("prog_id:")}
+    except OSError:
+        pass
+t = c = 0
+for p in json.load(sys.stdin):
+    if p.get("name") == sys.argv[1] and p.get("id") in ids:
+        t += p.get("run_time_ns", 0); c += p.get("run_cnt", 0)
+print(t, c)' "$@"
+}
+
+# CPU time of a process, ns (utime + stime of /proc/PID/stat).
+proc_ns() {
+  awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) * 1e9 / hz}' "/proc/$1/stat"
+}
+
+# iperf3 over loopback, client on CPU 0 and server on CPU 1: received bits/s.
+iperf_bps() {
+  iperf3 -c 127.0.0.1 -p 45201 -A 0,1 -t "$1" -l "$2" -J | python3 -c '
+import json, sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])'
+}
+
+# Per-process network: the hooks' cost per send and receive, iperf3's throughput with
+# and without them, and nethogs beside kernstat on the same transfer.
+section_net() {
+  command -v iperf3 >/dev/null || { echo "== net: iperf3 is not installed"; return; }
+  iperf3 -s -p 45201 >/dev/null 2>&1 &
+  local srv=$! p len
+  sleep 0.5
+  echo "== net hooks per event (BPF run-time stats), iperf3 5 s over loopback, client CPU 0, server CPU 1"
+  sysctl -qw kernel.bpf_stats_enabled=1
+  for len in 128K 16K 1K; do
+    $K bar --no-lock --interval 2 >/dev/null &
+    p=$!
+    sleep 1
+    iperf_bps 5 $len >/dev/null
+    read -r st sc < <(prog_total tp_send $p)
+    read -r rt rc < <(prog_total tp_recv $p)
+    awk -v l=$len -v st="$st" -v sc="$sc" -v rt="$rt" -v rc="$rc" 'BEGIN {
+      printf "-l %s: send %.1f ns x %d, receive %.1f ns x %d\n", l, st/sc, sc, rt/rc, rc }'
+    kill $p; wait $p 2>/dev/null || true
+  done
+  sysctl -qw kernel.bpf_stats_enabled=0
+  echo "== iperf3 throughput with kernstat's hooks attached (kernstat bar running) vs without: 7 alternating 3 s runs, medians (Gbit/s)"
+  for len in 128K 1K; do
+    local base=() with=()
+    for _ in $(seq 7); do
+      base+=("$(iperf_bps 3 $len)")
+      $K bar --no-lock --interval 2 >/dev/null &
+      p=$!
+      sleep 0.5
+      with+=("$(iperf_bps 3 $len)")
+      kill $p; wait $p 2>/dev/null || true
+    done
+    local b w
+    b=$(printf '%s\n' "${base[@]}" | median)
+    w=$(printf '%s\n' "${with[@]}" | median)
+    awk -v l=$len -v b="$b" -v w="$w" 'BEGIN {
+      printf "-l %s: without %.2f  with %.2f  ratio %.3f\n", l, b/1e9, w/1e9, w/b }'
+  done
+  echo "== nethogs vs kernstat on one iperf3 transfer (10 s at 2 Gbit/s over loopback): bytes attributed, CPU used"
+  local dir np kp m0 m1 n0 n1 k0 k1 t0 t1 h0 h1
+  dir=$(mktemp -d)
+  nethogs -t -a -v 2 -d 1 lo >"$dir/nethogs" 2>/dev/null &
+  np=$!
+  $K daemon --socket "$dir/sock" --interval 1 --metrics 127.0.0.1:19663 2>/dev/null &
+  kp=$!
+  sleep 2
+  sock() { curl -s 127.0.0.1:19663/metrics | awk '/^kernstat_socket_(transmit|receive)_bytes_total\{kind="tcp"\}/ {printf "%s ", $2}'; }
+  hooks() { local a b; read -r a _ < <(prog_total tp_send $kp); read -r b _ < <(prog_total tp_recv $kp); echo $((a + b)); }
+  sysctl -qw kernel.bpf_stats_enabled=1
+  m0=$(sock); n0=$(proc_ns $np); k0=$(proc_ns $kp); h0=$(hooks); t0=$(date +%s%N)
+  iperf3 -c 127.0.0.1 -p 45201 -t 10 -b 2G -J >"$dir/iperf.json"
+  sleep 2
+  m1=$(sock); n1=$(proc_ns $np); k1=$(proc_ns $kp); h1=$(hooks); t1=$(date +%s%N)
+  sysctl -qw kernel.bpf_stats_enabled=0
+  kill $np $kp 2>/dev/null; wait $np $kp 2>/dev/null || true
+  python3 - "$dir" "$m0" "$m1" <<'PY'
+import json, sys
+d = sys.argv[1]
+r = json.load(open(f"{d}/iperf.json"))["end"]
+sent, recv = r["sum_sent"]["bytes"], r["sum_received"]["bytes"]
+m0, m1 = [list(map(float, x.split())) for x in sys.argv[2:4]]
+tx, rx = m1[0] - m0[0], m1[1] - m0[1]
+last = {}
+for line in open(f"{d}/nethogs"):
+    f = line.rstrip().split(chr(9))
+    if len(f) == 3 and f[0].startswith("iperf3/"):
+        last[f[0]] = (float(f[1]), float(f[2]))
+ns, nr = sum(v[0] for v in last.values()), sum(v[1] for v in last.values())
+print(f"iperf3 reports {sent:.0f} B sent, {recv:.0f} B received")
+print(f"nethogs attributes to iperf3: {ns:.0f} B sent ({ns/sent:.4f}), {nr:.0f} B received ({nr/recv:.4f})")
+print(f"kernstat, every process's TCP payload in the window: {tx:.0f} B sent ({tx/sent:.4f}), {rx:.0f} B received ({rx/recv:.4f})")
+PY
+  awk -v n=$((n1 - n0)) -v k=$((k1 - k0)) -v h=$((h1 - h0)) -v t=$((t1 - t0)) 'BEGIN {
+    printf "CPU over the window: nethogs %.3f%% of one core; kernstat daemon %.3f%% + its hooks %.3f%% = %.3f%%\n", n/t*100, k/t*100, h/t*100, (k+h)/t*100 }'
+  kill $srv; wait $srv 2>/dev/null || true
+  rm -rf "$dir"
+}
+
 # The README's screenshot (docs/top.svg): kernstat top with both probe panels on a loaded
 # machine (stress-ng --cpu 4 --switch 2 and a small writer), captured from a tmux pane
 # with its colours and drawn as SVG by scripts/pane2svg.py. Not in the default list.
@@ -591,5 +697,5 @@ section_screenshot() {
 }
 
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net)
 for s in "${sections[@]}"; do "section_$s"; done
