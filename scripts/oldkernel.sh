@@ -28,11 +28,13 @@ r=$(mktemp -d)
 trap 'rm -rf "$r"' EXIT
 mkdir -p "$r"/{bin,sbin,proc,sys,dev,tmp,lib,lib64,usr/lib,etc,run}
 cp /bin/busybox "$r/bin/"
-for a in sh mount ls cat echo poweroff sleep mkdir uname grep head awk kill tail ip; do ln -s busybox "$r/bin/$a"; done
+for a in sh mount ls cat echo poweroff sleep mkdir uname grep head awk kill tail ip insmod dd tr; do ln -s busybox "$r/bin/$a"; done
 for b in "$@"; do
   cp "$b" "$r/bin/"
   for l in $(ldd "$b" | grep -o '/[^ ]*'); do mkdir -p "$r$(dirname "$l")"; cp -L "$l" "$r$l"; done
 done
+# The RAM disk driver (a block device for I/O tests, e.g. `insmod /brd.ko rd_nr=1`).
+cp "$(ls "$w"/root/lib/modules/*/kernel/drivers/block/brd.ko)" "$r/brd.ko"
 cp "$script" "$r/run.sh"
 chmod +x "$r/run.sh"
 cat >"$r/init" <<'I'

@@ -7,6 +7,7 @@
 //! and lets the daemon, the bar and `snapshot` share one definition of each metric.
 #![deny(missing_docs)]
 
+pub mod cgroup;
 pub mod hist;
 pub mod model;
 pub mod net;

@@ -1,12 +1,24 @@
-//! cgroup v2 lookups: where the hierarchy is mounted, the path of a cgroup id (ids are
-//! the directories' inode numbers, which is what BPF's bpf_get_current_cgroup_id and the
-//! task iterator report), and the id and depth of a directory a user names (`runqlat
-//! --cgroup`).
+//! cgroup v2: where the hierarchy is mounted, the path of a cgroup id (ids are the
+//! directories' inode numbers, which is what BPF's bpf_get_current_cgroup_id and the
+//! task iterator report), the id and depth of a directory a user names (`runqlat
+//! --cgroup`), and [`CgroupReader`], which reads every group's figures.
+//!
+//! The reader walks the hierarchy from an open directory: each group's files are read
+//! with openat relative to the group's directory (no path walk from /), only the files
+//! of controllers the group has (`cgroup.controllers`), and the limits (cpu.max,
+//! memory.max ...) once per group and then every tenth reading, as they rarely move.
 
 use std::collections::HashMap;
+use std::ffi::CStr;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use kernstat_model::cgroup::{
+    CgroupCpu, CgroupMemory, CgroupSample, CgroupTree, IoDevice, Pressure,
+};
+
+use crate::file::{fields, lines, parse_u64, spaced_value};
 use crate::Roots;
 
 /// cgroup2's statfs magic (linux/magic.h).
@@ -108,6 +120,334 @@ impl CgroupPaths {
     }
 }
 
+/// What a reading includes beyond the cheap files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CgroupWant {
+    /// memory.stat (anon, file, kernel, sock): the dearest file (the kernel flushes its
+    /// per-CPU statistics to answer), so only when shown.
+    pub memory_stat: bool,
+}
+
+/// Readings of the limits kept between readings, per group path.
+#[derive(Clone, Copy, Debug, Default)]
+struct Limits {
+    cpu_max: Option<(Option<u64>, Option<u64>)>,
+    weight: Option<u64>,
+    mem_max: Option<u64>,
+    mem_high: Option<u64>,
+    pids_max: Option<u64>,
+    read_at: u64,
+}
+
+/// Reads every group of the cgroup v2 hierarchy.
+#[derive(Debug)]
+pub struct CgroupReader {
+    mount: PathBuf,
+    hybrid: bool,
+    buf: Vec<u8>,
+    readings: u64,
+    limits: HashMap<String, Limits>,
+}
+
+/// Readings between two reads of a group's limits.
+pub const LIMITS_EVERY: u64 = 10;
+
+impl CgroupReader {
+    /// The hierarchy mounted here: None without cgroup v2.
+    pub fn open(roots: &Roots) -> Option<Self> {
+        let mount = cgroup2_mount(roots)?;
+        let mounts = std::fs::read_to_string(roots.proc.join("self/mounts")).unwrap_or_default();
+        let hybrid = mounts
+            .lines()
+            .any(|l| l.split_whitespace().nth(2) == Some("cgroup"));
+        Some(Self::at(mount, hybrid))
+    }
+
+    /// The hierarchy whose root directory is `mount` (tests: a fake tree).
+    pub fn at(mount: PathBuf, hybrid: bool) -> Self {
+        CgroupReader {
+            mount,
+            hybrid,
+            buf: vec![0; 64 * 1024],
+            readings: 0,
+            limits: HashMap::new(),
+        }
+    }
+
+    /// Where the hierarchy is mounted.
+    pub fn mount(&self) -> &Path {
+        &self.mount
+    }
+
+    /// Reads every group at most `max_depth` below the root (None: all), parents
+    /// before children, siblings by name. A group removed during the walk is skipped.
+    pub fn read(
+        &mut self,
+        want: CgroupWant,
+        max_depth: Option<u32>,
+    ) -> std::io::Result<CgroupTree> {
+        let root = crate::file::open_dir(&self.mount)?;
+        let mut tree = CgroupTree {
+            mount: self.mount.display().to_string(),
+            layout: if self.hybrid { "hybrid" } else { "v2" }.into(),
+            taken_ns: crate::monotonic_ns(),
+            groups: Vec::new(),
+        };
+        let refresh_limits = self.readings.is_multiple_of(LIMITS_EVERY);
+        self.readings += 1;
+        let mut seen = std::collections::HashSet::new();
+        // Depth-first, children sorted by name, so the order is a tree's.
+        let mut stack: Vec<(OwnedFd, String, u32)> = vec![(root, "/".into(), 0)];
+        while let Some((dir, path, depth)) = stack.pop() {
+            let g = self.group(&dir, &path, depth, want, refresh_limits);
+            seen.insert(path.clone());
+            tree.groups.push(g);
+            if max_depth.is_some_and(|m| depth >= m) {
+                continue;
+            }
+            let mut children = subdirectories(&dir);
+            children.sort_unstable();
+            for name in children.into_iter().rev() {
+                let Ok(fd) = rustix::fs::openat(
+                    &dir,
+                    name.as_str(),
+                    rustix::fs::OFlags::RDONLY
+                        | rustix::fs::OFlags::DIRECTORY
+                        | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
+                ) else {
+                    continue; // removed meanwhile
+                };
+                let child = if path == "/" {
+                    format!("/{name}")
+                } else {
+                    format!("{path}/{name}")
+                };
+                stack.push((fd, child, depth + 1));
+            }
+        }
+        self.limits.retain(|p, _| seen.contains(p));
+        Ok(tree)
+    }
+
+    fn file<'a>(buf: &'a mut [u8], dir: &OwnedFd, name: &CStr) -> Option<&'a [u8]> {
+        crate::file::read_at(dir, name, buf)
+    }
+
+    fn group(
+        &mut self,
+        dir: &OwnedFd,
+        path: &str,
+        depth: u32,
+        want: CgroupWant,
+        refresh_limits: bool,
+    ) -> CgroupSample {
+        let md = rustix::fs::fstat(dir).ok();
+        let mut g = CgroupSample {
+            path: path.to_string(),
+            id: md.map_or(0, |m| m.st_ino),
+            depth,
+            ..CgroupSample::default()
+        };
+        let buf = &mut self.buf;
+        let controllers: Vec<u8> = Self::file(buf, dir, c"cgroup.controllers")
+            .map(|b| b.to_vec())
+            .unwrap_or_default();
+        let has = |c: &[u8]| fields(&controllers).any(|f| f == c);
+        if let Some(b) = Self::file(buf, dir, c"cpu.stat") {
+            g.cpu = parse_cpu_stat(b);
+        } else {
+            g.missing.push("cpu: no cpu.stat".into());
+        }
+        let root = depth == 0;
+        let why = |what: &str, ctl: &str| -> String {
+            if self.hybrid {
+                format!("{what}: the {ctl} controller is on cgroup v1 here (hybrid layout); kernstat reads cgroup v2")
+            } else if root {
+                format!("{what}: not kept for the root group")
+            } else {
+                format!("{what}: the {ctl} controller is not enabled for this group (its parent's cgroup.subtree_control)")
+            }
+        };
+        // Memory.
+        let mem_current = if has(b"memory") {
+            Self::file(buf, dir, c"memory.current").and_then(|b| parse_u64(b.trim_ascii()))
+        } else {
+            None
+        };
+        match mem_current {
+            Some(current) => {
+                let mut m = CgroupMemory {
+                    current,
+                    ..Default::default()
+                };
+                m.peak =
+                    Self::file(buf, dir, c"memory.peak").and_then(|b| parse_u64(b.trim_ascii()));
+                m.swap = Self::file(buf, dir, c"memory.swap.current")
+                    .and_then(|b| parse_u64(b.trim_ascii()));
+                if let Some(b) = Self::file(buf, dir, c"memory.events") {
+                    m.oom = spaced_value(b, b"oom").unwrap_or(0);
+                    m.oom_kill = spaced_value(b, b"oom_kill").unwrap_or(0);
+                    m.high_events = spaced_value(b, b"high").unwrap_or(0);
+                }
+                if want.memory_stat {
+                    if let Some(b) = Self::file(buf, dir, c"memory.stat") {
+                        parse_memory_stat(b, &mut m);
+                    }
+                }
+                g.memory = Some(m);
+            }
+            None => g.missing.push(why("memory", "memory")),
+        }
+        // I/O.
+        if has(b"io") {
+            g.io = Self::file(buf, dir, c"io.stat").map(parse_io_stat);
+        }
+        if g.io.is_none() {
+            g.missing.push(why("io", "io"));
+        }
+        // Tasks.
+        if has(b"pids") {
+            g.pids = Self::file(buf, dir, c"pids.current").and_then(|b| parse_u64(b.trim_ascii()));
+        }
+        if g.pids.is_none() {
+            g.missing.push(why("pids", "pids"));
+        }
+        // Pressure (kept per group whatever the controllers, since 4.20).
+        for (name, slot) in [
+            (c"cpu.pressure", &mut g.psi_cpu),
+            (c"memory.pressure", &mut g.psi_memory),
+            (c"io.pressure", &mut g.psi_io),
+        ] {
+            if let Some(b) = Self::file(buf, dir, name) {
+                let (some, full) = crate::system::parse_psi(b);
+                *slot = Pressure { some, full };
+            }
+        }
+        // Limits: read again every LIMITS_EVERY readings.
+        let cached = self.limits.get(path).copied();
+        let limits = match cached {
+            Some(l) if !refresh_limits => l,
+            _ => {
+                let buf = &mut self.buf;
+                let num = |b: Option<&[u8]>| b.and_then(|b| parse_u64(b.trim_ascii()));
+                let l = Limits {
+                    cpu_max: Self::file(buf, dir, c"cpu.max").map(parse_cpu_max),
+                    weight: num(Self::file(buf, dir, c"cpu.weight")),
+                    mem_max: num(Self::file(buf, dir, c"memory.max")),
+                    mem_high: num(Self::file(buf, dir, c"memory.high")),
+                    pids_max: num(Self::file(buf, dir, c"pids.max")),
+                    read_at: self.readings,
+                };
+                self.limits.insert(path.to_string(), l);
+                l
+            }
+        };
+        let _ = limits.read_at;
+        if let Some((quota, period)) = limits.cpu_max {
+            g.cpu.max_us = quota;
+            g.cpu.period_us = period;
+        }
+        g.cpu.weight = limits.weight;
+        if let Some(m) = g.memory.as_mut() {
+            m.max = limits.mem_max;
+            m.high = limits.mem_high;
+        }
+        g.pids_max = limits.pids_max;
+        g
+    }
+}
+
+/// Names of the subdirectories of `dir` (child groups).
+fn subdirectories(dir: &OwnedFd) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(fd) = rustix::fs::openat(
+        dir,
+        c".",
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) else {
+        return out;
+    };
+    let Ok(mut d) = rustix::fs::Dir::read_from(&fd) else {
+        return out;
+    };
+    while let Some(Ok(e)) = d.next() {
+        let name = e.file_name().to_bytes();
+        if e.file_type() == rustix::fs::FileType::Directory && name != b"." && name != b".." {
+            out.push(String::from_utf8_lossy(name).into_owned());
+        }
+    }
+    out
+}
+
+/// cpu.stat: usage_usec user_usec system_usec, and with a quota nr_periods nr_throttled
+/// throttled_usec.
+pub fn parse_cpu_stat(b: &[u8]) -> CgroupCpu {
+    CgroupCpu {
+        usage_us: spaced_value(b, b"usage_usec").unwrap_or(0),
+        user_us: spaced_value(b, b"user_usec").unwrap_or(0),
+        system_us: spaced_value(b, b"system_usec").unwrap_or(0),
+        periods: spaced_value(b, b"nr_periods"),
+        throttled_periods: spaced_value(b, b"nr_throttled"),
+        throttled_us: spaced_value(b, b"throttled_usec"),
+        ..Default::default()
+    }
+}
+
+/// cpu.max: "QUOTA PERIOD" or "max PERIOD".
+pub fn parse_cpu_max(b: &[u8]) -> (Option<u64>, Option<u64>) {
+    let mut f = fields(b);
+    let quota = f.next().and_then(parse_u64);
+    let period = f.next().and_then(parse_u64);
+    (quota, period)
+}
+
+/// memory.stat's anon, file, sock and kernel (5.18+; before, its parts added up).
+pub fn parse_memory_stat(b: &[u8], m: &mut CgroupMemory) {
+    m.anon = spaced_value(b, b"anon");
+    m.file = spaced_value(b, b"file");
+    m.sock = spaced_value(b, b"sock");
+    m.kernel = spaced_value(b, b"kernel").or_else(|| {
+        let parts = [&b"kernel_stack"[..], b"slab", b"percpu", b"sock"];
+        let v: Vec<u64> = parts.iter().filter_map(|k| spaced_value(b, k)).collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    });
+}
+
+/// io.stat: "MAJ:MIN rbytes=.. wbytes=.. rios=.. wios=.. dbytes=.. dios=..", a line per
+/// device.
+pub fn parse_io_stat(b: &[u8]) -> Vec<IoDevice> {
+    let mut out = Vec::new();
+    for line in lines(b) {
+        let mut f = fields(line);
+        let Some(dev) = f.next() else { continue };
+        let Some(colon) = dev.iter().position(|&c| c == b':') else {
+            continue;
+        };
+        let mut d = IoDevice {
+            major: parse_u64(&dev[..colon]).unwrap_or(0) as u32,
+            minor: parse_u64(&dev[colon + 1..]).unwrap_or(0) as u32,
+            ..Default::default()
+        };
+        for kv in f {
+            let Some(eq) = kv.iter().position(|&c| c == b'=') else {
+                continue;
+            };
+            let v = parse_u64(&kv[eq + 1..]).unwrap_or(0);
+            match &kv[..eq] {
+                b"rbytes" => d.rbytes = v,
+                b"wbytes" => d.wbytes = v,
+                b"rios" => d.rios = v,
+                b"wios" => d.wios = v,
+                _ => {}
+            }
+        }
+        out.push(d);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,5 +492,142 @@ mod tests {
             target(&t.path().join("missing")),
             Err(TargetError::Io(..))
         ));
+    }
+
+    fn write(dir: &Path, files: &[(&str, &str)]) {
+        std::fs::create_dir_all(dir).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_v2_tree_with_controllers_and_a_hybrid_one_without() {
+        let t = tempfile::tempdir().unwrap();
+        let psi = "some avg10=1.50 avg60=0.00 avg300=0.00 total=12345\nfull avg10=0.50 avg60=0.00 avg300=0.00 total=2345\n";
+        write(
+            t.path(),
+            &[
+                ("cgroup.controllers", "cpu io memory pids\n"),
+                (
+                    "cpu.stat",
+                    "usage_usec 900\nuser_usec 600\nsystem_usec 300\n",
+                ),
+                (
+                    "io.stat",
+                    "8:0 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n",
+                ),
+                ("cpu.pressure", psi),
+            ],
+        );
+        let svc = t.path().join("system.slice/web.service");
+        write(
+            &t.path().join("system.slice"),
+            &[
+                ("cgroup.controllers", "cpu memory\n"),
+                ("cpu.stat", "usage_usec 50\nuser_usec 0\nsystem_usec 50\n"),
+            ],
+        );
+        write(
+            &svc,
+            &[
+                ("cgroup.controllers", "cpu io memory pids\n"),
+                ("cpu.stat", "usage_usec 40\nuser_usec 30\nsystem_usec 10\nnr_periods 10\nnr_throttled 4\nthrottled_usec 800\n"),
+                ("cpu.max", "20000 100000\n"),
+                ("cpu.weight", "100\n"),
+                ("memory.current", "1048576\n"),
+                ("memory.max", "max\n"),
+                ("memory.high", "2097152\n"),
+                ("memory.events", "low 0\nhigh 3\nmax 0\noom 1\noom_kill 1\noom_group_kill 0\n"),
+                ("memory.stat", "anon 1000\nfile 2000\nkernel 300\nkernel_stack 100\nsock 7\nanon_thp 0\n"),
+                ("io.stat", "8:0 rbytes=10 wbytes=67108864 rios=1 wios=512 dbytes=0 dios=0\n253:1 rbytes=5 wbytes=5 rios=1 wios=1\n"),
+                ("pids.current", "3\n"),
+                ("pids.max", "max\n"),
+                ("memory.pressure", psi),
+            ],
+        );
+        let mut r = CgroupReader::at(t.path().to_path_buf(), false);
+        let tree = r.read(CgroupWant { memory_stat: true }, None).unwrap();
+        let paths: Vec<&str> = tree.groups.iter().map(|g| g.path.as_str()).collect();
+        assert_eq!(paths, ["/", "/system.slice", "/system.slice/web.service"]);
+        assert_eq!(tree.layout, "v2");
+        let root = &tree.groups[0];
+        assert_eq!(root.cpu.usage_us, 900);
+        assert_eq!(root.psi_cpu.some.unwrap().total_us, 12345);
+        assert!(
+            root.missing
+                .iter()
+                .any(|m| m.contains("not kept for the root")),
+            "{:?}",
+            root.missing
+        );
+        let slice = &tree.groups[1];
+        assert!(
+            slice
+                .missing
+                .iter()
+                .any(|m| m.starts_with("io: the io controller is not enabled")),
+            "{:?}",
+            slice.missing
+        );
+        let web = &tree.groups[2];
+        assert_eq!(web.depth, 2);
+        assert_eq!(web.cpu.throttled_periods, Some(4));
+        assert_eq!(
+            (web.cpu.max_us, web.cpu.period_us),
+            (Some(20_000), Some(100_000))
+        );
+        let m = web.memory.unwrap();
+        assert_eq!((m.current, m.max, m.high), (1 << 20, None, Some(2 << 20)));
+        assert_eq!((m.oom, m.oom_kill, m.high_events), (1, 1, 3));
+        assert_eq!(
+            (m.anon, m.file, m.kernel, m.sock),
+            (Some(1000), Some(2000), Some(300), Some(7))
+        );
+        let io = web.io.as_ref().unwrap();
+        assert_eq!(io.len(), 2);
+        assert_eq!(
+            (io[0].major, io[0].minor, io[0].wbytes, io[0].wios),
+            (8, 0, 64 << 20, 512)
+        );
+        assert_eq!((web.pids, web.pids_max), (Some(3), None));
+        assert!(web.missing.is_empty(), "{:?}", web.missing);
+        assert_eq!(web.psi_memory.full.unwrap().avg10, 0.5);
+        // The depth limit.
+        let shallow = r.read(CgroupWant::default(), Some(1)).unwrap();
+        assert_eq!(shallow.groups.len(), 2);
+        let cheap = r.read(CgroupWant::default(), None).unwrap();
+        assert!(
+            cheap.groups[2].memory.unwrap().anon.is_none(),
+            "memory.stat only when wanted"
+        );
+
+        // Hybrid: the v2 hierarchy has no controllers, every group still has cpu.stat
+        // and pressure.
+        let h = tempfile::tempdir().unwrap();
+        write(
+            h.path(),
+            &[
+                ("cgroup.controllers", ""),
+                ("cpu.stat", "usage_usec 5\nuser_usec 3\nsystem_usec 2\n"),
+                ("io.pressure", psi),
+            ],
+        );
+        let tree = CgroupReader::at(h.path().to_path_buf(), true)
+            .read(CgroupWant::default(), None)
+            .unwrap();
+        assert_eq!(tree.layout, "hybrid");
+        let g = &tree.groups[0];
+        assert_eq!(g.cpu.usage_us, 5);
+        assert!(g.memory.is_none() && g.io.is_none() && g.pids.is_none());
+        assert!(
+            g.missing
+                .iter()
+                .all(|m| m.contains("on cgroup v1 here (hybrid layout)")),
+            "{:?}",
+            g.missing
+        );
+        assert_eq!(g.missing.len(), 3);
+        assert_eq!(g.psi_io.some.unwrap().avg10, 1.5);
     }
 }

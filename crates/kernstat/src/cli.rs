@@ -49,6 +49,9 @@ pub enum Command {
     /// The live view: per-core bars, memory, load and pressure above a process table that
     /// sorts, filters, shows a tree and signals; run-queue latency on a key.
     Top(TopArgs),
+    /// Control groups: CPU and throttling, memory, I/O, pressure, tasks and network per
+    /// group, over an interval, as a tree (or NDJSON).
+    Cgroups(CgroupsArgs),
     /// Run-queue latency histograms (libbpf-tools runqlat's flags, plus -C, --csv,
     /// --json, --plot).
     Runqlat(RunqlatArgs),
@@ -77,6 +80,34 @@ pub enum Command {
     /// Writes the man pages (kernstat.1, kernstat-COMMAND.1) into a directory.
     #[command(hide = true)]
     Manpages(ManpagesArgs),
+}
+
+/// `kernstat cgroups`.
+#[derive(Clone, Debug, Args)]
+pub struct CgroupsArgs {
+    /// Rates over this interval (two readings).
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub interval: Duration,
+    /// Only groups at most this deep below the root (0: the root alone).
+    #[arg(long)]
+    pub depth: Option<u32>,
+    /// Sort siblings by this column ("-KEY": largest first): path, cpu, throttled, mem,
+    /// limit, ioread, iowrite, psicpu, psimem, psiio, pids, netrx, nettx.
+    #[arg(long, default_value = "-cpu", allow_hyphen_values = true)]
+    pub sort: String,
+    /// Only this group and those below it (e.g. /system.slice).
+    #[arg(long, value_name = "PATH")]
+    pub root: Option<String>,
+    /// One JSON object per group (NDJSON), with memory.stat's breakdown and the reasons
+    /// for figures a group lacks.
+    #[arg(long)]
+    pub json: bool,
+    /// Do not count per-process network (no BPF hooks attached).
+    #[arg(long)]
+    pub no_net: bool,
+    /// No BPF at all (tasks from /proc; no network figures).
+    #[arg(long)]
+    pub no_bpf: bool,
 }
 
 /// `kernstat doctor`.

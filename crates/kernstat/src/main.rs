@@ -8,6 +8,7 @@
 mod alloc;
 mod autostart;
 mod bar;
+mod cgroups;
 mod cli;
 mod client;
 mod collect;
@@ -19,6 +20,7 @@ mod format;
 mod init;
 mod instance;
 mod interval;
+mod net_interval;
 mod privileges;
 mod ps;
 mod runqlat;
@@ -55,6 +57,7 @@ fn main() {
         cli::Command::Bar(a) => bar::run(a),
         cli::Command::Snapshot(a) => snapshot::run(a),
         cli::Command::Ps(a) => ps::run(a),
+        cli::Command::Cgroups(a) => cgroups::run(a),
         cli::Command::Top(a) => top::run(a),
         cli::Command::Runqlat(a) => runqlat::run(a),
         cli::Command::Writes(a) => writes::run(a),

@@ -9,9 +9,7 @@ use std::io::{self, Write};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use kernstat_bpf::net::Net;
 use kernstat_bpf::ps as bpf_ps;
-use kernstat_model::net::{proc_rates, NetSample};
 use kernstat_model::ps::{command_line, lifetime_percent, CpuInterval, PsRow, RowExtras, TaskRow};
 use kernstat_render::table::{self, Column, StartFormat, COLUMNS};
 use kernstat_sources::cgroup::CgroupPaths;
@@ -19,6 +17,7 @@ use kernstat_sources::users::UserNames;
 use kernstat_sources::{ProcfsPs, Roots, Want};
 
 use crate::cli::PsArgs;
+use crate::net_interval::NetInterval;
 use crate::tasks::TaskSource;
 
 /// Runs `kernstat ps`; returns the exit status.
@@ -254,68 +253,6 @@ fn cmp_opt(a: Option<f64>, b: Option<f64>) -> std::cmp::Ordering {
     match (a, b) {
         (Some(a), Some(b)) => a.total_cmp(&b),
         (a, b) => a.is_some().cmp(&b.is_some()),
-    }
-}
-
-/// Per-process network over ps's --interval: the hooks attached before the first read,
-/// their counters read at its start and end. Processes are joined by pid (the task
-/// rows' start times are CLOCK_BOOTTIME, the counters' CLOCK_MONOTONIC), the newest
-/// process of a pid when it was reused within the interval.
-struct NetInterval {
-    net: Net,
-    first: NetSample,
-    second: NetSample,
-    dt: f64,
-}
-
-impl NetInterval {
-    /// Attaches the hooks; says on stderr why not when the columns were asked for.
-    fn start(no_bpf: bool, asked: bool) -> Option<Self> {
-        let why = if no_bpf {
-            "--no-bpf".to_string()
-        } else {
-            match Net::load(false) {
-                Ok(net) => {
-                    return Some(NetInterval {
-                        net,
-                        first: NetSample::default(),
-                        second: NetSample::default(),
-                        dt: 0.0,
-                    })
-                }
-                Err(e) => e.summary(),
-            }
-        };
-        if asked {
-            eprintln!("kernstat: per-process network unavailable ({why}); netrx and nettx show -");
-        }
-        None
-    }
-
-    fn read_first(&mut self) {
-        if self.net.read(&mut self.first, |_, _| true).is_err() {
-            self.first.procs.clear();
-        }
-    }
-
-    fn read_second(&mut self, dt: f64) {
-        if self.net.read(&mut self.second, |_, _| true).is_err() {
-            self.second.procs.clear();
-        }
-        self.dt = dt;
-    }
-
-    /// (received, sent) bytes per second of process `pid` (zero if it used no socket).
-    fn rates(&self, pid: u32) -> (Option<f64>, Option<f64>) {
-        let newest = self.second.procs.iter().rfind(|p| p.pid == pid);
-        let (rx, tx) = match newest {
-            Some(p) => {
-                let before = self.first.get(p.pid, p.start_ns).map(|b| &b.counters);
-                proc_rates(&p.counters, before, self.dt)
-            }
-            None => (0.0, 0.0),
-        };
-        (Some(rx), Some(tx))
     }
 }
 

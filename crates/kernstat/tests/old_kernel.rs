@@ -61,6 +61,114 @@ echo "NETDOCTOR $(/bin/kernstat doctor --json)"
 kill $s $r $d
 "#;
 
+/// cgroup v2 alone with every controller, as most distributions mount it: groups with a
+/// CPU quota, a memory.high below what their process allocates, a sibling at rest, and
+/// a 64 MiB direct write to a RAM disk.
+const CGROUP_GUEST: &str = r#"#!/bin/sh
+mount -t cgroup2 none /sys/fs/cgroup
+echo "+cpu +memory +io +pids" > /sys/fs/cgroup/cgroup.subtree_control
+mkdir /sys/fs/cgroup/t
+echo "+cpu +memory +io +pids" > /sys/fs/cgroup/t/cgroup.subtree_control
+mkdir /sys/fs/cgroup/t/thr /sys/fs/cgroup/t/mem /sys/fs/cgroup/t/sib /sys/fs/cgroup/t/io
+echo "20000 100000" > /sys/fs/cgroup/t/thr/cpu.max
+sh -c 'echo $$ > /sys/fs/cgroup/t/thr/cgroup.procs; while :; do :; done' & spin=$!
+echo 100M > /sys/fs/cgroup/t/mem/memory.high
+sh -c 'echo $$ > /sys/fs/cgroup/t/mem/cgroup.procs; exec /bin/ks-workload alloc 256' >/dev/null & alloc=$!
+sh -c 'echo $$ > /sys/fs/cgroup/t/sib/cgroup.procs; exec sleep 60' & sib=$!
+insmod /brd.ko rd_nr=1 rd_size=131072
+sh -c 'echo $$ > /sys/fs/cgroup/t/io/cgroup.procs; exec dd if=/dev/zero of=/dev/ram0 bs=1M count=64 oflag=direct' 2>/dev/null
+echo "DD $?"
+sleep 2
+/bin/kernstat cgroups --json --interval 3 --root /t --no-net > /tmp/cg.json 2>/tmp/cg.err
+echo "CGRC $?"
+echo "CGERR $(cat /tmp/cg.err)"
+while read -r l; do echo "CG $l"; done < /tmp/cg.json
+echo "CGIO $(cat /sys/fs/cgroup/t/io/io.stat)"
+kill $spin $alloc $sib
+"#;
+
+#[test]
+fn cgroups_on_a_pure_v2_machine_show_throttling_pressure_and_io() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !gate("root (qemu, apt-get)", root, || "not root".into()) {
+        return;
+    }
+    let _one = one_guest();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("guest.sh");
+    std::fs::write(&script, CGROUP_GUEST).unwrap();
+    let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/oldkernel.sh");
+    let out = Command::new(runner)
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_kernstat"))
+        .arg(env!("CARGO_BIN_EXE_kernstat-full"))
+        .arg(kernstat_testkit::workload_bin())
+        .output()
+        .expect("run scripts/oldkernel.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(field(&stdout, "DD"), "0", "{stdout}");
+    assert_eq!(field(&stdout, "CGRC"), "0", "{stdout}");
+    assert_eq!(field(&stdout, "CGERR"), "", "{stdout}");
+    let groups: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("CG {"))
+        .map(|l| serde_json::from_str(&format!("{{{l}")).unwrap())
+        .collect();
+    let g = |p: &str| {
+        groups
+            .iter()
+            .find(|g| g["path"] == p)
+            .unwrap_or_else(|| panic!("{p} missing: {stdout}"))
+    };
+    let paths: Vec<&str> = groups.iter().map(|g| g["path"].as_str().unwrap()).collect();
+    let mut sorted = paths.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["/t", "/t/io", "/t/mem", "/t/sib", "/t/thr"]);
+    assert_eq!(paths[0], "/t", "the parent first");
+    for g in &groups {
+        assert_eq!(g["layout"], "v2");
+        assert!(g["missing"].as_array().unwrap().is_empty(), "{g}");
+    }
+    // A spinning shell under a 20 % quota: throttled nearly every period, at 20 %.
+    let thr = g("/t/thr");
+    assert_eq!(thr["cpu_max_percent"], 20.0);
+    assert!(thr["throttled_periods"].as_u64().unwrap() >= 10, "{thr}");
+    assert!(thr["throttled_percent"].as_f64().unwrap() >= 50.0, "{thr}");
+    let cpu = thr["cpu_percent"].as_f64().unwrap();
+    assert!((cpu - 20.0).abs() <= 3.0, "{cpu}");
+    // 256 MiB asked under memory.high = 100M (no swap): stalled on memory, the sibling
+    // not at all.
+    let mem = g("/t/mem");
+    assert_eq!(mem["memory"]["high"], 100 << 20);
+    assert!(
+        mem["psi_memory"]["some"]["avg10"].as_f64().unwrap() > 0.0,
+        "{mem}"
+    );
+    assert!(mem["stall_percent"][1].as_f64().unwrap() > 0.0, "{mem}");
+    assert!(mem["memory"]["high_events"].as_u64().unwrap() > 0, "{mem}");
+    let sib = g("/t/sib");
+    assert_eq!(sib["psi_memory"]["some"]["avg10"], 0.0, "{sib}");
+    assert_eq!(sib["stall_percent"][1], 0.0, "{sib}");
+    // 64 MiB written with O_DIRECT to the RAM disk (1:0), as io.stat says.
+    let io = g("/t/io");
+    let dev = &io["io"].as_array().unwrap()[0];
+    assert_eq!(
+        (dev["major"].as_u64(), dev["minor"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(dev["wbytes"], 64 << 20);
+    assert!(field(&stdout, "CGIO").contains("wbytes=67108864"));
+    assert_eq!(g("/t")["io"][0]["wbytes"], 64 << 20, "hierarchical");
+}
+
+/// One guest at a time: two TCG guests on a 2-CPU host slow each other down.
+fn one_guest() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn field<'a>(out: &'a str, key: &str) -> &'a str {
     out.lines()
         .find_map(|l| l.strip_prefix(key).map(str::trim))
@@ -74,6 +182,7 @@ fn sampler_loads_and_agrees_with_proc_on_linux_6_1() {
     if !gate("root (qemu, apt-get)", root, || "not root".into()) {
         return;
     }
+    let _one = one_guest();
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("guest.sh");
     std::fs::write(&script, GUEST).unwrap();
