@@ -131,6 +131,7 @@ struct ns_common {
 
 struct pid_namespace {
 	struct ns_common ns;
+	unsigned int level;
 };
 
 struct nsproxy {
@@ -179,6 +180,18 @@ struct cred {
 	kuid_t euid;
 };
 
+/* A task's pids, one per namespace level (sampler.bpf.c: exits counted only in the
+ * reader's namespace). */
+struct upid {
+	int nr;
+	struct pid_namespace *ns;
+};
+
+struct pid {
+	unsigned int level;
+	struct upid numbers[1];
+};
+
 struct task_struct {
 	unsigned int __state;
 	unsigned int flags;
@@ -192,6 +205,7 @@ struct task_struct {
 	pid_t tgid;
 	struct task_struct *real_parent;
 	struct task_struct *group_leader;
+	struct pid *thread_pid;
 	struct list_head thread_node;
 	__u64 start_time;
 	__u64 start_boottime;

@@ -23,6 +23,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "net.h"
+#include "pidns.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -36,6 +37,9 @@ struct {
 	__type(key, struct ks_net_key);
 	__type(value, struct ks_net_val);
 } procs SEC(".maps");
+
+/* The reader's pid namespace in a container (pidns.bpf.h); 0 in the initial one. */
+const volatile __u32 reader_pidns_inum = 0;
 
 /* Sends and receives not counted because the map was full. */
 __u64 overflow = 0;
@@ -76,6 +80,12 @@ static __always_inline void count(struct sock *sk, int ret, __u32 dir)
 		return;
 	task = bpf_get_current_task_btf();
 	key.tgid = task->tgid;
+	if (reader_pidns_inum) {
+		/* In a container: its own processes only, by the pids it sees. */
+		key.tgid = ks_ns_pid(task, reader_pidns_inum, true);
+		if (!key.tgid)
+			return;
+	}
 	key.start_ns = task->group_leader->start_time;
 	kind = kind_of(sk) & 3;
 	v = bpf_map_lookup_elem(&procs, &key);

@@ -17,8 +17,12 @@
 #include "compat.bpf.h"
 #include <bpf/bpf_helpers.h>
 #include "ps.h"
+#include "pidns.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* The reader's pid namespace in a container (pidns.bpf.h); 0 in the initial one. */
+const volatile __u32 reader_pidns_inum = 0;
 
 /* 128, not 256: the record, a kthread name buffer and one chunk share the 512-byte
  * stack (v3's eighth u64 did not fit beside a 256-byte chunk); most command lines are
@@ -88,9 +92,15 @@ static __always_inline int emit_task(struct bpf_iter__task *ctx, bool with_cmdli
 	rec.state = ks_task_state_char(task);
 	rec.flags = (task->flags & PF_KTHREAD) ? KS_PS_KTHREAD : 0;
 	rec.policy = task->policy;
-	rec.pid = task->pid;
-	rec.tgid = task->tgid;
-	rec.ppid = task->real_parent->tgid;
+	if (reader_pidns_inum) {
+		rec.pid = ks_ns_pid(task, reader_pidns_inum, false);
+		rec.tgid = ks_ns_pid(task, reader_pidns_inum, true);
+		rec.ppid = ks_ns_pid(task->real_parent, reader_pidns_inum, true);
+	} else {
+		rec.pid = task->pid;
+		rec.tgid = task->tgid;
+		rec.ppid = task->real_parent->tgid;
+	}
 	cred = task->cred;
 	rec.uid = cred->uid.val;
 	rec.euid = cred->euid.val;

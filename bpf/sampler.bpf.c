@@ -22,12 +22,16 @@
  * between two samples; and the time a task runs after sched_process_exit (since 6.16
  * that includes exit_mm: measured here at 128-256 us per exit, about half of a fork
  * storm's CPU time) is credited by sched_process_free.
- */
+ *
+ * In a container (a pid namespace of its own) the iterator walks only the namespace's
+ * tasks, and the exit hook credits only those too (reader_pidns_*), so busy time is the
+ * container's. */
 #include "kernel.h"
 #include "compat.bpf.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "sampler.h"
+#include "pidns.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -40,6 +44,11 @@ struct {
 	__type(key, int);
 	__type(value, __u64); /* runtime of this task already added to busy_total_ns */
 } credited SEC(".maps");
+
+/* The reader's pid namespace, when it is not the initial one (a container): the exit
+ * hooks then credit only tasks that have a pid in it, as the iterator only walks those.
+ * Without this, a container's machine CPU % would count every exit on the host. */
+const volatile __u32 reader_pidns_inum = 0;
 
 /* All runtime credited so far. Atomically updated by all three programs. */
 __u64 busy_total_ns = 0;
@@ -149,7 +158,7 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	rec.state = state;
 	rec.flags = (task->flags & PF_KTHREAD) ? KS_PROC_KTHREAD : 0;
 	rec._pad = 0;
-	rec.tgid = task->tgid;
+	rec.tgid = reader_pidns_inum ? ks_ns_pid(task, reader_pidns_inum, true) : task->tgid;
 	rec.start_ns = task->start_time;
 	sig = task->signal;
 	g.head = &sig->thread_head;
@@ -173,6 +182,8 @@ int sample_tasks(struct bpf_iter__task *ctx)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sample_exit, struct task_struct *task)
 {
+	if (reader_pidns_inum && !ks_ns_pid(task, reader_pidns_inum, false))
+		return 0;
 	credit(task, true);
 	return 0;
 }

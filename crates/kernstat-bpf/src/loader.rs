@@ -194,3 +194,13 @@ pub fn program_fds(object: &libbpf_rs::Object) -> Vec<(String, std::os::fd::RawF
         })
         .collect()
 }
+
+/// The inode of this process's pid namespace when it is not the initial one (whose
+/// inode is fixed, PROC_PID_INIT_INO): there every task is the reader's and the exit
+/// hook need not look.
+pub fn reader_pid_namespace() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
+    let inum = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
+    (inum != PROC_PID_INIT_INO).then_some(inum as u32)
+}

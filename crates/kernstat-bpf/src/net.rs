@@ -86,6 +86,13 @@ fn send_function() -> &'static str {
 
 fn open_and_load(attach: Attach) -> Result<NetSkel<'static>, LoadError> {
     load_skel(NetSkelBuilder::default(), "net", |open| {
+        if let Some(inum) = crate::loader::reader_pid_namespace() {
+            open.maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("net has rodata")
+                .reader_pidns_inum = inum;
+        }
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
             let wanted = match attach {

@@ -92,6 +92,13 @@ fn load_iterator(light: bool, cmdline: bool) -> Result<PsSkel<'static>, LoadErro
     load_skel(PsSkelBuilder::default(), "the ps iterator", |open| {
         open.progs.ps_tasks.set_autoload(light);
         open.progs.ps_tasks_cmdline.set_autoload(cmdline);
+        if let Some(inum) = crate::loader::reader_pid_namespace() {
+            open.maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the ps iterator has rodata")
+                .reader_pidns_inum = inum;
+        }
         Ok(())
     })
 }

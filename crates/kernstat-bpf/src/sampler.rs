@@ -67,7 +67,17 @@ impl Sampler {
     /// Loads, verifies and attaches the sampler, and walks once so that every task alive
     /// now has its runtime credited: the first sample's busy time then starts from here.
     pub fn load() -> Result<Self, LoadError> {
-        let skel = load_skel(SamplerSkelBuilder::default(), "the sampler", |_| Ok(()))?;
+        let skel = load_skel(SamplerSkelBuilder::default(), "the sampler", |open| {
+            if let Some(inum) = crate::loader::reader_pid_namespace() {
+                let rodata = open
+                    .maps
+                    .rodata_data
+                    .as_deref_mut()
+                    .expect("the sampler has rodata");
+                rodata.reader_pidns_inum = inum;
+            }
+            Ok(())
+        })?;
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         let mut s = Sampler {

@@ -205,6 +205,8 @@ pub struct CgroupRate {
     pub net: Option<CgroupNet>,
     /// Figures the group lacks, and why.
     pub missing: Vec<String>,
+    /// The cumulative CPU counters as read at the end (for Prometheus' counters).
+    pub cpu: CgroupCpu,
 }
 
 fn per_s(now: u64, then: u64, dt: f64) -> f64 {
@@ -292,6 +294,7 @@ pub fn rate(before: Option<&CgroupSample>, now: &CgroupSample, dt: f64) -> Cgrou
         ],
         net: None,
         missing: now.missing.clone(),
+        cpu: now.cpu,
     }
 }
 

@@ -109,6 +109,9 @@ pub struct MemModel {
     pub swap_used_bytes: u64,
     /// Swap size, bytes.
     pub swap_total_bytes: u64,
+    /// "machine" (MemTotal), or "cgroup": total is the reader's cgroup's memory limit
+    /// and used its usage (inside a container with a limit).
+    pub total_source: crate::raw::MemTotalSource,
 }
 
 impl MemModel {
@@ -121,6 +124,7 @@ impl MemModel {
             used_percent: percent(used as f64, m.total as f64),
             swap_used_bytes: m.swap_total.saturating_sub(m.swap_free),
             swap_total_bytes: m.swap_total,
+            total_source: m.total_source,
         }
     }
 }
@@ -265,6 +269,9 @@ pub struct Model {
     pub net: Option<crate::net::NetModel>,
     /// Every network interface, the default route's first.
     pub links: Vec<crate::net::LinkRate>,
+    /// Control groups over the interval, parents first (where they are read).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<crate::cgroup::CgroupRate>,
     /// Whether kernel threads are in the top lists.
     pub include_kthreads: bool,
     /// The alert level.
@@ -336,6 +343,11 @@ impl Model {
 
         self.update_procs(prev, cur, dt, opts);
         self.update_net(prev, cur, dt, opts);
+        if cur.cgroups.groups.is_empty() {
+            self.cgroups.clear();
+        } else {
+            self.cgroups = crate::cgroup::rates(&prev.cgroups, &cur.cgroups);
+        }
 
         self.apply_thresholds(&opts.thresholds);
     }

@@ -135,6 +135,21 @@ pub struct MemInfo {
     pub swap_total: u64,
     /// SwapFree.
     pub swap_free: u64,
+    /// Where `total` comes from: the machine's RAM, or the limit of the reader's cgroup
+    /// when one is set below it (a container).
+    pub total_source: MemTotalSource,
+}
+
+/// Where a memory total comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemTotalSource {
+    /// /proc/meminfo's MemTotal.
+    #[default]
+    Machine,
+    /// The reader's cgroup's memory limit (memory.max, or v1 memory.limit_in_bytes),
+    /// with its usage as what is used.
+    Cgroup,
 }
 
 /// One pressure-stall line (/proc/pressure/*): the 10 s average and the cumulative total.
@@ -290,4 +305,6 @@ pub struct RawSample {
     pub tasks: TaskTable,
     /// Network: per process (where a collector counts it) and per interface.
     pub net: crate::net::NetSample,
+    /// Control groups, where a collector reads them (the daemon, snapshot); empty else.
+    pub cgroups: crate::cgroup::CgroupTree,
 }

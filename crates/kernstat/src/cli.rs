@@ -304,6 +304,9 @@ pub struct SnapshotArgs {
     /// Include kernel threads in the top lists.
     #[arg(long)]
     pub kthreads: bool,
+    /// Control groups this many levels below the root in the JSON ("cgroups").
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub cgroup_depth: u32,
     /// Sources.
     #[command(flatten)]
     pub source: SourceArgs,
@@ -503,6 +506,11 @@ pub struct DaemonArgs {
     /// by default.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Control groups read at every sample, this many levels below the root: the
+    /// `cgroups` and `cgroup.<path>.<field>` keys and the per-cgroup Prometheus series
+    /// (16 series per group: the depth bounds them).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub cgroup_depth: u32,
     /// Per-process series for the top N processes by each measure (CPU, memory, I/O).
     #[arg(long, value_name = "N", default_value_t = 10, requires = "metrics")]
     pub metrics_top: usize,

@@ -11,6 +11,7 @@ use anyhow::Context;
 use kernstat_bpf::net::Net;
 use kernstat_bpf::{LoadError, Sampler};
 use kernstat_model::{RawSample, Source};
+use kernstat_sources::cgroup::{CgroupReader, CgroupWant};
 use kernstat_sources::{
     monotonic_ns, HardwareReader, LinkReader, ProcfsTasks, Roots, SystemReader, TempSource,
 };
@@ -38,6 +39,7 @@ pub struct Collector {
     hardware: HardwareReader,
     links: Option<LinkReader>,
     net: Option<Net>,
+    cgroups: Option<(CgroupReader, Option<u32>)>,
     /// Why BPF is not used, if it is not.
     pub fallback_reason: Option<String>,
     /// Why per-process network is not counted, if it is not.
@@ -78,9 +80,16 @@ impl Collector {
             hardware,
             links: LinkReader::open(&opts.roots),
             net,
+            cgroups: None,
             fallback_reason,
             net_unavailable,
         })
+    }
+
+    /// Reads the cgroup v2 hierarchy too, `depth` levels below its root (None: all), at
+    /// every sample; nothing where cgroup v2 is not mounted.
+    pub fn with_cgroups(&mut self, roots: &Roots, depth: Option<u32>) {
+        self.cgroups = CgroupReader::open(roots).map(|r| (r, depth));
     }
 
     /// The per-process network counter, when loaded.
@@ -127,6 +136,13 @@ impl Collector {
             }
         }
         self.sample_net(out);
+        out.cgroups.groups.clear();
+        if let Some((reader, depth)) = &mut self.cgroups {
+            // A hierarchy that cannot be read leaves no groups, not a failed sample.
+            if let Ok(tree) = reader.read(CgroupWant::default(), *depth) {
+                out.cgroups = tree;
+            }
+        }
         Ok(())
     }
 

@@ -197,7 +197,11 @@ impl Opened {
         let network_events = kernstat_daemon::providers::network::Events::open().ok();
         let signals = Some(Signals::block());
         raise_fd_limit();
-        let collector = open_collector(&args.source)?;
+        let mut collector = open_collector(&args.source)?;
+        collector.with_cgroups(
+            &crate::collect::collect_options(&args.source).roots,
+            Some(args.cgroup_depth),
+        );
         // Kernel histograms and BPF statistics for /metrics: loaded while privileged.
         let metrics = match metrics_listener {
             Some(_) => Some(MetricsSources::open(args, &collector)?),

@@ -14,6 +14,10 @@ use crate::collect::open_collector;
 /// Runs `kernstat snapshot`; returns the exit status.
 pub fn run(args: &SnapshotArgs) -> anyhow::Result<i32> {
     let mut collector = open_collector(&args.source)?;
+    collector.with_cgroups(
+        &crate::collect::collect_options(&args.source).roots,
+        Some(args.cgroup_depth),
+    );
     let mut a = RawSample::default();
     let mut b = RawSample::default();
     collector.sample(&mut a).context("sampling")?;

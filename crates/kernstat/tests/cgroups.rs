@@ -5,7 +5,7 @@
 //! machine: Debian's 6.1 under qemu, in old_kernel.rs.
 
 mod common;
-use common::{json, run};
+use common::{json, run, MetricsDaemon};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -278,4 +278,77 @@ fn the_table_says_what_a_group_lacks_and_why() {
     let (code, _, err) = run(&["cgroups", "--sort", "bogus"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("--sort \"bogus\""), "{err}");
+}
+
+#[test]
+fn the_daemon_serves_each_group_and_prometheus_bounds_them_by_depth() {
+    let Some(mut t) = TestGroup::create() else {
+        return;
+    };
+    let a = t.child("a");
+    t.child("a/deep");
+    let pid = t.run_in(&a, &["duty", "30"]);
+    // SAFETY: setpriority has no memory preconditions.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, pid, -20) };
+    let d = MetricsDaemon::start("0.5", &[]);
+    let key = format!("cgroup.{}/a.cpu_percent", t.rel);
+    let sock = d.sock.to_str().unwrap().to_string();
+    let get = |key: &str| run(&["get", "--socket", &sock, key, "--format", "json"]);
+    let mut shown = None;
+    for _ in 0..100 {
+        let (code, out, _) = get(&key);
+        if code == Some(0) {
+            let v = json(&out)[&key].as_f64();
+            if let Some(v) = v.filter(|v| *v > 0.0) {
+                shown = Some(v);
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let shown = shown.unwrap_or_else(|| panic!("{key} never served"));
+    assert!((shown - 30.0).abs() <= 8.0, "{key} = {shown}");
+    let (code, out, _) = get("cgroups");
+    assert_eq!(code, Some(0));
+    let list = json(&out)["cgroups"].clone();
+    let paths: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        paths.contains(&format!("{}/a", t.rel).as_str()),
+        "{paths:?}"
+    );
+    assert!(
+        !paths.iter().any(|p| p.ends_with("/deep")),
+        "depth 2 by default: {paths:?}"
+    );
+    let text = d.scrape();
+    let series = format!(
+        "kernstat_cgroup_cpu_seconds_total{{cgroup=\"{}/a\",mode=\"user\"}}",
+        t.rel
+    );
+    assert!(text.contains(&series), "{series} not in the scrape");
+    assert!(
+        !text.contains("/a/deep\""),
+        "no series below --cgroup-depth"
+    );
+    // An unknown group's key has no value (exit 1).
+    let (code, _, _) = get(&format!("cgroup.{}/nope.memory", t.rel));
+    assert_eq!(code, Some(1));
+    drop(d);
+
+    // --cgroup-depth 1: the test's group only, its children not.
+    let d = MetricsDaemon::start("0.5", &["--cgroup-depth", "1"]);
+    let text = d.scrape();
+    assert!(
+        text.contains(&format!("cgroup=\"{}\"", t.rel)),
+        "the group at depth 1"
+    );
+    assert!(
+        !text.contains(&format!("cgroup=\"{}/a\"", t.rel)),
+        "not its child"
+    );
 }

@@ -480,6 +480,163 @@ fn network(
     Ok(())
 }
 
+/// Per-cgroup series, for every group the daemon reads (its --cgroup-depth bounds
+/// them: 16 series per group with every controller, so 1,600 per 100 groups).
+fn cgroups(
+    enc: &mut DescriptorEncoder<'_>,
+    groups: &[kernstat_model::cgroup::CgroupRate],
+) -> Result<(), std::fmt::Error> {
+    use kernstat_model::cgroup::CgroupRate;
+    use MetricType::{Counter, Gauge};
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let label = |g: &CgroupRate| g.path.clone();
+    labeled(
+        enc,
+        "kernstat_cgroup_cpu_seconds",
+        "CPU time of a control group and its children (cpu.stat), by mode",
+        Counter,
+        groups.iter().flat_map(|g| {
+            [
+                (
+                    [("cgroup", label(g)), ("mode", "user".to_string())],
+                    g.cpu.user_us as f64 / 1e6,
+                ),
+                (
+                    [("cgroup", label(g)), ("mode", "system".to_string())],
+                    g.cpu.system_us as f64 / 1e6,
+                ),
+            ]
+        }),
+    )?;
+    let throttled: Vec<&CgroupRate> = groups
+        .iter()
+        .filter(|g| g.cpu.throttled_us.is_some())
+        .collect();
+    labeled(
+        enc,
+        "kernstat_cgroup_cpu_throttled_seconds",
+        "time a group's tasks were throttled by its cpu.max quota (cpu.stat throttled_usec)",
+        Counter,
+        throttled.iter().map(|g| {
+            (
+                [("cgroup", label(g))],
+                g.cpu.throttled_us.unwrap_or(0) as f64 / 1e6,
+            )
+        }),
+    )?;
+    labeled(
+        enc,
+        "kernstat_cgroup_cpu_throttled_periods",
+        "cpu.max periods in which a group was throttled (cpu.stat nr_throttled)",
+        Counter,
+        throttled.iter().map(|g| {
+            (
+                [("cgroup", label(g))],
+                g.cpu.throttled_periods.unwrap_or(0) as f64,
+            )
+        }),
+    )?;
+    let with_mem: Vec<(&CgroupRate, kernstat_model::cgroup::CgroupMemory)> = groups
+        .iter()
+        .filter_map(|g| g.memory.map(|m| (g, m)))
+        .collect();
+    labeled(
+        enc,
+        "kernstat_cgroup_memory_bytes",
+        "memory a group uses (memory.current)",
+        Gauge,
+        with_mem
+            .iter()
+            .map(|(g, m)| ([("cgroup", label(g))], m.current as f64)),
+    )?;
+    labeled(
+        enc,
+        "kernstat_cgroup_memory_max_bytes",
+        "a group's memory limit (memory.max), where one is set",
+        Gauge,
+        with_mem
+            .iter()
+            .filter_map(|(g, m)| m.max.map(|v| ([("cgroup", label(g))], v as f64))),
+    )?;
+    labeled(
+        enc,
+        "kernstat_cgroup_memory_oom_kills",
+        "processes the OOM killer killed in a group (memory.events oom_kill)",
+        Counter,
+        with_mem
+            .iter()
+            .map(|(g, m)| ([("cgroup", label(g))], m.oom_kill as f64)),
+    )?;
+    let with_io: Vec<(&CgroupRate, u64, u64)> = groups
+        .iter()
+        .filter_map(|g| {
+            let io = g.io.as_ref()?;
+            Some((
+                g,
+                io.iter().map(|d| d.rbytes).sum(),
+                io.iter().map(|d| d.wbytes).sum(),
+            ))
+        })
+        .collect();
+    labeled(
+        enc,
+        "kernstat_cgroup_io_read_bytes",
+        "bytes a group read from storage, all devices (io.stat)",
+        Counter,
+        with_io
+            .iter()
+            .map(|(g, r, _)| ([("cgroup", label(g))], *r as f64)),
+    )?;
+    labeled(
+        enc,
+        "kernstat_cgroup_io_written_bytes",
+        "bytes a group wrote to storage, all devices (io.stat)",
+        Counter,
+        with_io
+            .iter()
+            .map(|(g, _, w)| ([("cgroup", label(g))], *w as f64)),
+    )?;
+    labeled(
+        enc,
+        "kernstat_cgroup_pressure_stalled_seconds",
+        "time a group's tasks were stalled on a resource (cgroup PSI: some = at least one, full = all non-idle)",
+        Counter,
+        groups.iter().flat_map(|g| {
+            let rows = [
+                ("cpu", "some", g.psi_cpu.some),
+                ("cpu", "full", g.psi_cpu.full),
+                ("memory", "some", g.psi_memory.some),
+                ("memory", "full", g.psi_memory.full),
+                ("io", "some", g.psi_io.some),
+                ("io", "full", g.psi_io.full),
+            ];
+            rows.into_iter().filter_map(move |(resource, kind, line)| {
+                let l = line?;
+                Some((
+                    [
+                        ("cgroup", label(g)),
+                        ("resource", resource.to_string()),
+                        ("kind", kind.to_string()),
+                    ],
+                    l.total_us as f64 / 1e6,
+                ))
+            })
+        }),
+    )?;
+    labeled(
+        enc,
+        "kernstat_cgroup_tasks",
+        "tasks in a group (pids.current)",
+        Gauge,
+        groups
+            .iter()
+            .filter_map(|g| g.pids.map(|p| ([("cgroup", label(g))], p as f64))),
+    )?;
+    Ok(())
+}
+
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         use MetricType::{Counter, Gauge, Histogram};
@@ -613,6 +770,7 @@ impl Collector for Scrape {
             )?;
         }
         network(enc, &s, top)?;
+        cgroups(enc, &s.model.cgroups)?;
         single(
             enc,
             "kernstat_tasks_blocked",

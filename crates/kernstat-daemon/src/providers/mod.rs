@@ -29,6 +29,10 @@ pub fn all_keys() -> impl Iterator<Item = (String, &'static str)> {
             "var.<name>".to_string(),
             "a value a client set with put (at most 1,000, 16 KiB each, optional TTL)",
         )])
+        .chain([(
+            "cgroup.<path>.<field>".to_string(),
+            "a control group's figure, e.g. cgroup./system.slice/nginx.service.memory (fields: cpu_percent, throttled_percent, memory, memory_max, memory_high, psi_cpu, psi_memory, psi_io, io_read_bps, io_write_bps, pids)",
+        )])
 }
 
 /// Whether `key` is one the daemon can serve: a key, or a context provider's field or
@@ -36,6 +40,7 @@ pub fn all_keys() -> impl Iterator<Item = (String, &'static str)> {
 pub fn is_known(key: &str) -> bool {
     context::lookup(key).is_some()
         || key.starts_with(puts::PREFIX)
+        || system::is_cgroup_key(key)
         || all_keys().any(|(k, _)| k == key)
 }
 

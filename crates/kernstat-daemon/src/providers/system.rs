@@ -403,6 +403,18 @@ pub const METRICS: &[Metric] = &[
         |s| s.model.net.as_ref().map(|n| Value::Top(&n.top)),
     ),
     metric(
+        "cgroups",
+        "every control group read (to the daemon's --cgroup-depth): [{path, depth, cpu_percent, throttled_percent, memory, io_read_bps, io_write_bps, pids, psi_cpu, psi_memory, psi_io, stall_percent, missing ...}]; absent without cgroup v2",
+        Unit::Json,
+        Rate,
+        |s| {
+            if s.model.cgroups.is_empty() {
+                return None;
+            }
+            Some(Value::Json(serde_json::to_vec(&s.model.cgroups).ok()?))
+        },
+    ),
+    metric(
         "network.links",
         "every interface: [{name, is_default, rx_bps, tx_bps, rx_pps, tx_pps, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped, tx_dropped}]",
         Unit::Json,
@@ -570,6 +582,7 @@ pub const METRICS: &[Metric] = &[
                 cores_percent: s.model.cores_percent.clone(),
                 net: s.model.net.clone(),
                 links: s.model.links.clone(),
+                cgroups: Vec::new(),
                 ..*s.model
             };
             Some(Value::Json(snapshot_json(s, &summary)))
@@ -616,7 +629,8 @@ pub fn metric_of(key: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|m| m.key == key)
 }
 
-/// Publishes one model: every key the machine has a value for.
+/// Publishes one model: every key the machine has a value for, and each control
+/// group's fields as `cgroup.<path>.<field>`.
 pub fn publish(cache: &Cache, m: &Model, sample_us: f64) {
     let sample = Sample {
         model: m,
@@ -627,6 +641,87 @@ pub fn publish(cache: &Cache, m: &Model, sample_us: f64) {
             cache.put(metric.key, None, v.into_json());
         }
     }
+    // Groups that went away take their keys with them.
+    if m.cgroups.is_empty() && cache.get("cgroups", None).is_none() {
+        return;
+    }
+    let shown: std::collections::HashSet<&str> =
+        m.cgroups.iter().map(|g| g.path.as_str()).collect();
+    for key in cache.keys() {
+        let gone = key
+            .strip_prefix(CGROUP_PREFIX)
+            .and_then(|rest| rest.rsplit_once('.'))
+            .is_some_and(|(path, _)| !shown.contains(path));
+        if gone {
+            cache.remove(&key, None);
+        }
+    }
+    for g in &m.cgroups {
+        for (field, _) in CGROUP_FIELDS {
+            let v = cgroup_field(g, field);
+            let key = format!("{CGROUP_PREFIX}{}.{field}", g.path);
+            cache.put(
+                &key,
+                None,
+                serde_json::to_vec(&v).unwrap_or_else(|_| b"null".to_vec()),
+            );
+        }
+    }
+}
+
+/// Per-group keys start with this, then the group's path, a dot and a field.
+pub const CGROUP_PREFIX: &str = "cgroup.";
+
+/// The fields of `cgroup.<path>.<field>` and what they mean.
+pub const CGROUP_FIELDS: &[(&str, &str)] = &[
+    (
+        "cpu_percent",
+        "CPU % of one core over the last sample, its children included",
+    ),
+    (
+        "throttled_percent",
+        "share of its cpu.max periods throttled, % (null without a quota)",
+    ),
+    (
+        "memory",
+        "memory.current, bytes (null without the memory controller)",
+    ),
+    ("memory_max", "memory.max, bytes (null: no limit)"),
+    ("memory_high", "memory.high, bytes (null: none)"),
+    ("psi_cpu", "cpu.pressure some avg10, %"),
+    ("psi_memory", "memory.pressure some avg10, %"),
+    ("psi_io", "io.pressure some avg10, %"),
+    ("io_read_bps", "bytes/s read from storage"),
+    ("io_write_bps", "bytes/s written to storage"),
+    ("pids", "tasks in it (pids.current)"),
+];
+
+fn cgroup_field(g: &kernstat_model::cgroup::CgroupRate, field: &str) -> serde_json::Value {
+    use serde_json::json;
+    let avg10 = |p: &kernstat_model::cgroup::Pressure| p.some.map(|l| r2(f64::from(l.avg10)));
+    match field {
+        "cpu_percent" => json!(r2(g.cpu_percent)),
+        "throttled_percent" => json!(g.throttled_percent.map(r2)),
+        "memory" => json!(g.memory.map(|m| m.current)),
+        "memory_max" => json!(g.memory.and_then(|m| m.max)),
+        "memory_high" => json!(g.memory.and_then(|m| m.high)),
+        "psi_cpu" => json!(avg10(&g.psi_cpu)),
+        "psi_memory" => json!(avg10(&g.psi_memory)),
+        "psi_io" => json!(avg10(&g.psi_io)),
+        "io_read_bps" => json!(g.io_read_bps.map(r2)),
+        "io_write_bps" => json!(g.io_write_bps.map(r2)),
+        "pids" => json!(g.pids),
+        _ => serde_json::Value::Null,
+    }
+}
+
+/// Whether `key` names a field of a group (`cgroup./system.slice.memory`).
+pub fn is_cgroup_key(key: &str) -> bool {
+    key.strip_prefix(CGROUP_PREFIX)
+        .and_then(|rest| rest.rsplit_once('.'))
+        .is_some_and(|(path, field)| {
+            path.starts_with('/') && CGROUP_FIELDS.iter().any(|(f, _)| *f == field)
+        })
 }
 
 #[cfg(test)]
