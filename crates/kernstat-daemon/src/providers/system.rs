@@ -800,10 +800,32 @@ mod tests {
         m.psi.io_some = Some(line);
         m.psi.io_full = Some(line);
         m.net = Some(kernstat_model::net::NetModel::default());
+        m.cgroups = vec![kernstat_model::cgroup::CgroupRate {
+            path: "/system.slice".into(),
+            ..Default::default()
+        }];
         let c = Cache::new();
         publish(&c, &m, 1.0);
         let mut published = c.keys();
         published.sort();
+        // Each group's fields, by the pattern the key list documents.
+        let per_group: Vec<String> = published
+            .iter()
+            .filter(|k| k.starts_with("cgroup./"))
+            .cloned()
+            .collect();
+        assert_eq!(per_group.len(), CGROUP_FIELDS.len(), "{per_group:?}");
+        assert!(per_group.iter().all(|k| is_cgroup_key(k)));
+        assert_eq!(
+            &*c.get("cgroup./system.slice.memory", None).unwrap().json,
+            b"null",
+            "no memory controller in the group: null"
+        );
+        published.retain(|k| !k.starts_with("cgroup./"));
+        // A group that goes away takes its keys along.
+        m.cgroups.clear();
+        publish(&c, &m, 1.0);
+        assert!(c.keys().iter().all(|k| !k.starts_with("cgroup./")));
         let mut table: Vec<&str> = METRICS.iter().map(|m| m.key).collect();
         table.sort();
         assert_eq!(published, table);
