@@ -103,6 +103,10 @@ pub struct CgroupSample {
     pub id: u64,
     /// Depth: 0 for the root.
     pub depth: u32,
+    /// CLOCK_MONOTONIC when this group's cpu.stat was read, ns (0: unknown, then the
+    /// tree's time is used). A walk over hundreds of groups, or a preempted reader,
+    /// spreads the groups' reads over milliseconds; each rate uses its own interval.
+    pub read_ns: u64,
     /// cpu.stat and the limits.
     pub cpu: CgroupCpu,
     /// None without the memory controller here.
@@ -309,7 +313,16 @@ pub fn rates(before: &CgroupTree, now: &CgroupTree) -> Vec<CgroupRate> {
         .collect();
     now.groups
         .iter()
-        .map(|g| rate(prev.get(&(g.path.as_str(), g.id)).copied(), g, dt))
+        .map(|g| {
+            let before = prev.get(&(g.path.as_str(), g.id)).copied();
+            let own = match before {
+                Some(b) if b.read_ns != 0 && g.read_ns > b.read_ns => {
+                    (g.read_ns - b.read_ns) as f64 / 1e9
+                }
+                _ => dt,
+            };
+            rate(before, g, own)
+        })
         .collect()
 }
 
@@ -383,6 +396,23 @@ mod tests {
         assert_eq!(r[0].stall_percent[1], Some(2.0), "40 ms stalled in 2 s");
         assert_eq!(r[0].stall_percent[0], None, "no cpu.pressure read");
         assert_eq!(r[1].cpu_percent, 25.0, "a new group counts from zero");
+    }
+
+    #[test]
+    fn each_group_uses_its_own_read_times() {
+        // The tree was stamped at 1 s and 3 s, but /a's cpu.stat was read at 1.0 s and
+        // 3.5 s (a reader preempted mid-walk): 0.5 s of CPU is 20 % of 2.5 s, not 25 %.
+        let mut before = g("/a", 1_000_000, 0, 0, 0);
+        before.read_ns = 1_000_000_000;
+        let mut now = g("/a", 1_500_000, 0, 0, 0);
+        now.read_ns = 3_500_000_000;
+        let tree = |taken_ns, g| CgroupTree {
+            taken_ns,
+            groups: vec![g],
+            ..Default::default()
+        };
+        let r = rates(&tree(1_000_000_000, before), &tree(3_000_000_000, now));
+        assert_eq!(r[0].cpu_percent, 20.0);
     }
 
     #[test]

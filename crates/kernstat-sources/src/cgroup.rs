@@ -254,6 +254,7 @@ impl CgroupReader {
             .map(|b| b.to_vec())
             .unwrap_or_default();
         let has = |c: &[u8]| fields(&controllers).any(|f| f == c);
+        g.read_ns = crate::monotonic_ns();
         if let Some(b) = Self::file(buf, dir, c"cpu.stat") {
             g.cpu = parse_cpu_stat(b);
         } else {

@@ -112,6 +112,9 @@ pub fn run(args: &CgroupsArgs) -> anyhow::Result<i32> {
     let want = CgroupWant {
         memory_stat: args.json,
     };
+    if let Some(n) = args.bench {
+        return bench(&mut reader, n, args.depth);
+    }
     let mut net = if args.no_net {
         None
     } else {
@@ -354,4 +357,37 @@ fn table(groups: &[CgroupRate], order: &[usize], layout: &str) -> String {
         );
     }
     out
+}
+
+/// `--bench N`: N readings of every group (what a refresh of `kernstat cgroups` or the
+/// daemon's sample does), CPU time and wall time of each, medians.
+fn bench(reader: &mut CgroupReader, n: u32, depth: Option<u32>) -> anyhow::Result<i32> {
+    if n == 0 {
+        crate::cli::usage!("--bench needs at least one reading");
+    }
+    let mut cpu = Vec::with_capacity(n as usize);
+    let mut wall = Vec::with_capacity(n as usize);
+    let mut groups = 0;
+    for i in 0..n + 2 {
+        let c0 = crate::selfcost::process_cpu_ns();
+        let t0 = Instant::now();
+        let tree = reader.read(CgroupWant::default(), depth)?;
+        let w = t0.elapsed().as_nanos() as u64;
+        let c = crate::selfcost::process_cpu_ns() - c0;
+        groups = tree.groups.len();
+        if i >= 2 {
+            cpu.push(c);
+            wall.push(w);
+        }
+    }
+    cpu.sort_unstable();
+    wall.sort_unstable();
+    let report = serde_json::json!({
+        "n": n,
+        "groups": groups,
+        "cpu_us_p50": cpu[cpu.len() / 2] as f64 / 1e3,
+        "wall_us_p50": wall[wall.len() / 2] as f64 / 1e3,
+    });
+    println!("{report}");
+    Ok(0)
 }

@@ -108,6 +108,10 @@ pub struct CgroupsArgs {
     /// No BPF at all (tasks from /proc; no network figures).
     #[arg(long)]
     pub no_bpf: bool,
+    /// Time N readings of the whole hierarchy (CPU and wall per reading, medians) and
+    /// print {"n","groups","cpu_us_p50","wall_us_p50"} as JSON.
+    #[arg(long, value_name = "N")]
+    pub bench: Option<u32>,
 }
 
 /// `kernstat doctor`.

@@ -8,7 +8,7 @@ mod common;
 use common::{json, run, MetricsDaemon};
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kernstat_testkit::{gate, Workload};
 use serde_json::Value;
@@ -306,8 +306,29 @@ fn the_daemon_serves_each_group_and_prometheus_bounds_them_by_depth() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let shown = shown.unwrap_or_else(|| panic!("{key} never served"));
-    assert!((shown - 30.0).abs() <= 8.0, "{key} = {shown}");
+    shown.unwrap_or_else(|| panic!("{key} never served"));
+    // One interval's figure swings with when the daemon's 0.5 s ticks land on a loaded
+    // machine; consecutive intervals' swings cancel. So: the mean of the values served
+    // over ~3 s against the group's own cpu.stat over the same 3 s.
+    let (u0, t0) = (usage_us(&a), Instant::now());
+    let mut served = Vec::new();
+    while t0.elapsed() < Duration::from_secs(3) {
+        let (code, out, _) = get(&key);
+        let v = (code == Some(0))
+            .then(|| json(&out)[&key].as_f64())
+            .flatten();
+        if let Some(v) = v.filter(|v| served.last() != Some(v)) {
+            served.push(v);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let truth = (usage_us(&a) - u0) as f64 / t0.elapsed().as_micros() as f64 * 100.0;
+    let mean = served.iter().sum::<f64>() / served.len() as f64;
+    assert!(served.len() >= 4, "{served:?}");
+    assert!(
+        (mean - truth).abs() <= 5.0,
+        "{key}: served {served:?} (mean {mean:.1}), cpu.stat {truth:.1}"
+    );
     let (code, out, _) = get("cgroups");
     assert_eq!(code, Some(0));
     let list = json(&out)["cgroups"].clone();

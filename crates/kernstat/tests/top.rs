@@ -250,6 +250,96 @@ fn the_network_columns_sort_a_known_sender_and_receiver_first() {
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }
 
+/// The cgroup view (`C`) on groups the test creates under the v2 mount (and removes): a
+/// 30 % duty workload in `a` and a 5 % one in `b`; filtered to the test's group, `a` is
+/// first by CPU at about 30 %, and Enter on it leaves only its process in the table.
+#[test]
+fn the_cgroup_view_shows_the_tests_groups_and_enter_narrows_the_table() {
+    let Some(_serial) = usable() else { return };
+    let v2 = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"cgroup2")).then(|| std::path::PathBuf::from(f[1]))
+        });
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !kernstat_testkit::gate("root and cgroup v2", root && v2.is_some(), || {
+        "needs root and a cgroup2 mount".into()
+    }) {
+        return;
+    }
+    let name = format!("kstop{}", std::process::id());
+    let group = v2.unwrap().join(&name);
+    struct Remove(std::path::PathBuf, Vec<Workload>);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            self.1.clear();
+            for d in [self.0.join("a"), self.0.join("b"), self.0.clone()] {
+                for _ in 0..50 {
+                    if std::fs::remove_dir(&d).is_ok() || !d.exists() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+    }
+    let mut made = Remove(group.clone(), Vec::new());
+    let mut pids = Vec::new();
+    for (sub, duty) in [("a", "30"), ("b", "5")] {
+        std::fs::create_dir_all(group.join(sub)).unwrap();
+        let w = Workload::start(&["duty", duty]);
+        std::fs::write(group.join(sub).join("cgroup.procs"), w.pid().to_string()).unwrap();
+        // SAFETY: setpriority has no memory preconditions.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, w.pid(), -20) };
+        pids.push(w.pid());
+        made.1.push(w);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pane = top(dir.path(), "-d 0.5", &[], (160, 40));
+    pane.wait_for("a refresh", &|s| refresh_count(s) >= Some(1));
+    pane.keys(&["C"]);
+    pane.wait_for("the cgroup view", &|s| s.contains("CGROUP ("));
+    pane.keys(&["/"]);
+    for c in name.chars() {
+        pane.keys(&[&c.to_string()]);
+    }
+    pane.keys(&["Enter"]);
+    let cgroup_rows = |s: &str| -> Vec<String> {
+        s.lines()
+            .skip_while(|l| !l.contains("CGROUP ("))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let s = pane.wait_for("the test's groups, a first at about 30 %", &|s| {
+        let rows = cgroup_rows(s);
+        let names: Vec<&str> = rows
+            .iter()
+            .filter_map(|r| r.split_whitespace().last())
+            .collect();
+        let a = rows.iter().find(|r| r.trim_end().ends_with(" a"));
+        names.ends_with(&[name.as_str(), "a", "b"])
+            && a.and_then(|r| r.split_whitespace().next()?.parse::<f64>().ok())
+                .is_some_and(|v| (v - 30.0).abs() <= 8.0)
+    });
+    assert!(cgroup_rows(&s).len() == 4, "/, the group, a, b:\n{s}");
+    // From the root: the group, then a.
+    pane.keys(&["Down", "Down", "Enter"]);
+    let s = pane.wait_for("only a's process", &|s| {
+        let rows = table(s);
+        !rows.is_empty() && rows.iter().all(|r| pid_of(r) == Some(pids[0]))
+    });
+    assert!(s.contains(&format!("[cgroup: /{name}/a]")), "{s}");
+    pane.keys(&["Escape"]);
+    pane.wait_for("every process again", &|s| table(s).len() > 3);
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+}
+
 /// utime + stime + cutime + cstime of /proc/PID/stat, ns: a process's CPU time with
 /// that of the children it reaped.
 fn proc_cpu_with_reaped_ns(pid: u32) -> u64 {

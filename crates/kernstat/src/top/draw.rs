@@ -484,7 +484,11 @@ pub(crate) fn draw(f: &mut Frame, app: &mut App) {
     if app.writes.is_some() {
         writes_panel(app, f, wpanel);
     }
-    draw_table(f, app, table_area);
+    if matches!(app.mode, Mode::Cgroups | Mode::CgroupFilter) && app.cgroups.is_some() {
+        draw_cgroups(f, app, table_area);
+    } else {
+        draw_table(f, app, table_area);
+    }
     draw_footer(f, app, footer);
     match app.mode.clone() {
         Mode::Help => draw_help(f, area),
@@ -638,13 +642,123 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect) {
     f.render_widget(table, area);
 }
 
+/// The cgroup view: a tree of groups with their figures over the interval.
+fn draw_cgroups(f: &mut Frame, app: &mut App, area: Rect) {
+    let height = area.height.saturating_sub(1) as usize;
+    app.page = height;
+    let color = app.color;
+    let Some(panel) = app.cgroups.as_mut() else {
+        return;
+    };
+    let cursor = panel.cursor_line();
+    if cursor < panel.offset {
+        panel.offset = cursor;
+    } else if height > 0 && cursor >= panel.offset + height {
+        panel.offset = cursor + 1 - height;
+    }
+    let arrow = if panel.descending { "▼" } else { "▲" };
+    let mut titles: Vec<Cell> = super::cgroups::COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(i, (t, w))| {
+            let t = if panel.sort == Some(i) {
+                format!("{t}{arrow}")
+            } else {
+                t.to_string()
+            };
+            Cell::from(format!("{t:>w$}", w = *w as usize))
+        })
+        .collect();
+    let mut name_title = format!("CGROUP ({})", panel.layout);
+    if panel.sort.is_none() {
+        name_title.push('▲');
+    }
+    titles.push(Cell::from(name_title));
+    let header = Row::new(titles).style(Style::default().add_modifier(Modifier::BOLD));
+    let mut rows = Vec::with_capacity(height);
+    for (n, line) in panel
+        .lines()
+        .iter()
+        .enumerate()
+        .skip(panel.offset)
+        .take(height)
+    {
+        let g = &panel.rows[line.index];
+        let mut cells: Vec<Cell> = Vec::with_capacity(10);
+        for (i, (_, w)) in super::cgroups::COLUMNS.iter().enumerate() {
+            let mut buf = String::new();
+            match super::cgroups::CgroupPanel::value(g, i) {
+                None => buf.push('-'),
+                Some(v) => match i {
+                    2..=4 => human_bytes(&mut buf, v),
+                    8 => {
+                        let _ = write!(buf, "{v:.0}");
+                    }
+                    _ => {
+                        let _ = write!(buf, "{v:.1}");
+                    }
+                },
+            }
+            cells.push(Cell::from(format!("{buf:>w$}", w = *w as usize)));
+        }
+        let name = if g.path == "/" {
+            "/"
+        } else {
+            g.path.rsplit('/').next().unwrap_or(&g.path)
+        };
+        let mark = match (line.parent, line.folded) {
+            (true, true) => "▸ ",
+            (true, false) => "▾ ",
+            _ => "  ",
+        };
+        let indent = "  ".repeat((g.depth as usize).min(16));
+        cells.push(Cell::from(format!(
+            "{indent}{mark}{}",
+            crate::top::draw::printable(name)
+        )));
+        let style = if n == cursor {
+            if color {
+                Style::default().bg(Color::Cyan).fg(Color::Black)
+            } else {
+                Style::default().add_modifier(Modifier::REVERSED)
+            }
+        } else {
+            Style::default()
+        };
+        rows.push(Row::new(cells).style(style));
+    }
+    let mut widths: Vec<Constraint> = super::cgroups::COLUMNS
+        .iter()
+        .map(|(_, w)| Constraint::Length(*w))
+        .collect();
+    widths.push(Constraint::Fill(1));
+    f.render_widget(
+        Table::new(rows, widths).header(header).column_spacing(1),
+        area,
+    );
+}
+
+/// Text from the system (group names) with control characters made visible.
+pub(crate) fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
 fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
     let text = match &app.mode {
         Mode::Filter => format!("Filter: {}_   (Enter keep, Esc clear)", app.view.filter),
+        Mode::CgroupFilter => format!(
+            "Cgroup filter: {}_   (Enter keep, Esc clear)",
+            app.cgroups.as_ref().map_or("", |p| p.filter.as_str())
+        ),
         _ => {
             let mut s = String::new();
             if !app.view.filter.is_empty() {
                 let _ = write!(s, "[filter: {}] ", app.view.filter);
+            }
+            if let Some(g) = &app.view.cgroup {
+                let _ = write!(s, "[cgroup: {g}] ");
             }
             if app.threads {
                 s.push_str("[threads] ");
@@ -655,7 +769,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
             match &app.message {
                 Some(m) => s.push_str(m),
                 None => s.push_str(
-                    "?:help  /:filter  t:tree  P/M/T:sort  k:signal  r:run-queue latency  w:write sizes  q:quit",
+                    "?:help  /:filter  t:tree  P/M/T:sort  k:signal  C:cgroups  r:run-queue latency  w:write sizes  q:quit",
                 ),
             }
             s
@@ -693,6 +807,10 @@ pub(crate) const HELP: &[(&str, &str)] = &[
         "filter by command, user, cgroup or pid (the panels too); Esc clears",
     ),
     ("t (F5)", "tree on/off"),
+    (
+        "C",
+        "cgroup view: groups as a tree (Left/Right fold, < > sort, / filter); Enter shows the selected group's processes, Esc all again",
+    ),
     ("H", "threads on/off"),
     ("K", "kernel threads on/off"),
     (

@@ -8,6 +8,7 @@
 //! ratatui, `term` owns the terminal and gives it back on every way out. This module
 //! only runs the loop and maps keys to actions.
 
+mod cgroups;
 mod draw;
 mod probes;
 mod sample;
@@ -53,6 +54,10 @@ pub(crate) enum Mode {
     Help,
     /// Confirming a signal to a process: (pid, command name, signal index in SIGNALS).
     Signal(u32, String, usize),
+    /// The cgroup view in place of the table.
+    Cgroups,
+    /// Typing the cgroup view's path filter.
+    CgroupFilter,
 }
 
 /// Everything the screen shows.
@@ -64,6 +69,7 @@ pub(crate) struct App {
     pub threads: bool,
     pub runq: Option<RunqPanel>,
     pub writes: Option<WritesPanel>,
+    pub cgroups: Option<cgroups::CgroupPanel>,
     /// Why the run-queue panel could not open, or the last action's result.
     pub message: Option<String>,
     /// kernstat's own CPU over the last interval, percent of one core (this process,
@@ -97,6 +103,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         threads: false,
         runq: None,
         writes: None,
+        cgroups: None,
         message: None,
         cost_percent: None,
         table_top: 0,
@@ -125,10 +132,17 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     loop {
         let allocs_before = crate::alloc::allocations();
         let cpu_at_start = crate::selfcost::process_cpu_ns();
-        let cgroups = !app.view.filter.is_empty();
+        let cgroups = !app.view.filter.is_empty() || app.view.cgroup.is_some();
         // Straight into the view's rows (one table in memory, not two: 2 MB at 10,000).
         app.machine = sampler.refresh(&mut app.view.procs, app.threads, cgroups)?;
         let cpu_sampled = crate::selfcost::process_cpu_ns();
+        if let Some(panel) = app.cgroups.as_mut() {
+            if let Err(e) = panel.refresh() {
+                app.message = Some(format!("cgroups: {e:#}; view closed"));
+                app.cgroups = None;
+                app.mode = Mode::Normal;
+            }
+        }
         if let Some(panel) = app.runq.as_mut() {
             if let Err(e) = panel.refresh() {
                 app.message = Some(format!("run-queue latency: {e:#}; panel off"));
@@ -451,6 +465,68 @@ fn key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
             _ => {}
         },
         Mode::Normal => normal_key(app, sampler, k),
+        Mode::Cgroups => cgroup_key(app, k),
+        Mode::CgroupFilter => {
+            let Some(panel) = app.cgroups.as_mut() else {
+                app.mode = Mode::Normal;
+                return;
+            };
+            match k.code {
+                KeyCode::Esc => {
+                    panel.filter.clear();
+                    app.mode = Mode::Cgroups;
+                }
+                KeyCode::Enter => app.mode = Mode::Cgroups,
+                KeyCode::Backspace => {
+                    panel.filter.pop();
+                }
+                KeyCode::Char(c) => panel.filter.push(c),
+                _ => {}
+            }
+            panel.rebuild();
+        }
+    }
+}
+
+/// Keys of the cgroup view.
+fn cgroup_key(app: &mut App, k: KeyEvent) {
+    let page = app.page.max(1) as isize;
+    let Some(panel) = app.cgroups.as_mut() else {
+        app.mode = Mode::Normal;
+        return;
+    };
+    match k.code {
+        KeyCode::Char('C') | KeyCode::Esc | KeyCode::Char('q') => {
+            app.cgroups = None;
+            app.mode = Mode::Normal;
+        }
+        KeyCode::Up => panel.move_by(-1),
+        KeyCode::Down => panel.move_by(1),
+        KeyCode::PageUp => panel.move_by(-page),
+        KeyCode::PageDown => panel.move_by(page),
+        KeyCode::Home => panel.move_by(isize::MIN / 2),
+        KeyCode::End => panel.move_by(isize::MAX / 2),
+        KeyCode::Left => panel.fold(Some(true)),
+        KeyCode::Right => panel.fold(Some(false)),
+        KeyCode::Char(' ') => panel.fold(None),
+        KeyCode::Char('<') | KeyCode::Char(',') => panel.cycle_sort(false),
+        KeyCode::Char('>') | KeyCode::Char('.') | KeyCode::F(6) => panel.cycle_sort(true),
+        KeyCode::Char('I') => {
+            panel.descending = !panel.descending;
+            panel.rebuild();
+        }
+        KeyCode::Char('/') | KeyCode::F(3) => app.mode = Mode::CgroupFilter,
+        KeyCode::Enter => {
+            if let Some(g) = panel.selected.clone() {
+                app.message = Some(format!("processes in {g} and below (Esc: all)"));
+                app.view.cgroup = Some(g);
+                app.cgroups = None;
+                app.mode = Mode::Normal;
+                app.refresh_now = true;
+                app.view.rebuild();
+            }
+        }
+        _ => {}
     }
 }
 
@@ -460,10 +536,23 @@ fn normal_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
         KeyCode::Char('q') | KeyCode::F(10) => app.quit = true,
         KeyCode::Char('?') | KeyCode::Char('h') | KeyCode::F(1) => app.mode = Mode::Help,
         KeyCode::Char('/') | KeyCode::F(3) | KeyCode::F(4) => app.mode = Mode::Filter,
-        KeyCode::Esc if !app.view.filter.is_empty() => {
+        KeyCode::Esc if !app.view.filter.is_empty() || app.view.cgroup.is_some() => {
             app.view.filter.clear();
+            app.view.cgroup = None;
+            app.message = None;
             app.view.rebuild();
         }
+        KeyCode::Char('C') => match cgroups::CgroupPanel::open() {
+            Ok(p) => {
+                app.cgroups = Some(p);
+                app.mode = Mode::Cgroups;
+                app.message = Some(
+                    "cgroups: Left/Right fold, < > sort, / filter, Enter: its processes, C: back"
+                        .into(),
+                );
+            }
+            Err(e) => app.message = Some(format!("cgroups: {e:#}")),
+        },
         KeyCode::Up => app.view.move_by(-1),
         KeyCode::Down => app.view.move_by(1),
         KeyCode::PageUp => app.view.move_by(-page),

@@ -218,6 +218,8 @@ pub struct View {
     pub descending: bool,
     /// Incremental search: rows whose command, user or cgroup contain it (any case).
     pub filter: String,
+    /// Only processes in this control group or below it (the cgroup view's Enter).
+    pub cgroup: Option<String>,
     /// Parent/child tree.
     pub tree: bool,
     /// Kernel threads shown.
@@ -239,6 +241,7 @@ impl View {
             sort,
             descending,
             filter: String::new(),
+            cgroup: None,
             tree: false,
             kthreads: true,
             selected: None,
@@ -290,7 +293,7 @@ impl View {
     /// Whether the table shows process `tgid` (always, without a filter): the panels
     /// narrow to what the filter keeps.
     pub fn shows_process(&self, tgid: u32) -> bool {
-        self.filter.is_empty()
+        (self.filter.is_empty() && self.cgroup.is_none())
             || self
                 .lines
                 .iter()
@@ -300,6 +303,11 @@ impl View {
     fn matches(&self, p: &Proc) -> bool {
         if !self.kthreads && p.kthread {
             return false;
+        }
+        if let Some(g) = &self.cgroup {
+            if !kernstat_model::cgroup::within(&p.cgroup, g) {
+                return false;
+            }
         }
         if self.filter.is_empty() {
             return true;
