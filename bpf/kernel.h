@@ -156,8 +156,15 @@ struct task_io_accounting {
 	__u64 cancelled_write_bytes;
 };
 
+typedef struct {
+	int counter;
+} atomic_t;
+
 struct signal_struct {
+	atomic_t live; /* threads not yet past do_exit's start; 0 at the last one's exit */
 	int nr_threads;
+	int group_exit_code;
+	unsigned long maxrss; /* peak resident set of any thread, pages */
 	struct list_head thread_head;
 	struct task_io_accounting ioac;
 	unsigned long long sum_sched_runtime;
@@ -201,6 +208,7 @@ struct task_struct {
 	struct sched_entity se;
 	struct mm_struct *mm;
 	int exit_state;
+	int exit_code;
 	pid_t pid;
 	pid_t tgid;
 	struct task_struct *real_parent;

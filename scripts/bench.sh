@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the numbers in docs/measured.md. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net, and screenshot (default: all but screenshot). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net cgroups, and screenshot (default: all but screenshot). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -674,6 +674,56 @@ PY
     printf "CPU over the window: nethogs %.3f%% of one core; kernstat daemon %.3f%% + its hooks %.3f%% = %.3f%%\n", n/t*100, k/t*100, h/t*100, (k+h)/t*100 }'
   kill $srv; wait $srv 2>/dev/null || true
   rm -rf "$dir"
+}
+
+# CPU of one systemd-cgtop refresh, µs: (-n 21) - (-n 1) over 20 refreshes, median of 5.
+cgtop_us() {
+  python3 - <<'PY'
+import resource, statistics, subprocess
+def cpu(n):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(["systemd-cgtop", "-b", "--raw", "-n", str(n), "-d", "0.05", "--depth", "9"],
+                   stdout=subprocess.DEVNULL, check=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e6
+print(statistics.median((cpu(21) - cpu(1)) / 20 for _ in range(5)))
+PY
+}
+
+# Every group's figures: one reading of kernstat's cgroup reader (what a refresh of
+# `kernstat cgroups`, top's cgroup view or a daemon sample costs) beside one refresh of
+# systemd-cgtop, at 100 and 1,000 groups made for the purpose (each with one sleeping
+# process, since cgtop lists only groups with tasks) and removed after. On a hybrid
+# machine kernstat reads the v2 hierarchy and cgtop the v1 controllers: the groups are
+# made in every hierarchy.
+section_cgroups() {
+  command -v systemd-cgtop >/dev/null || { echo "== cgroups: systemd-cgtop is not installed"; return; }
+  local base=/sys/fs/cgroup hier=() h n i pids=() name=ksbench-$$
+  if [ -e $base/cgroup.controllers ]; then hier=(.); else
+    for h in unified systemd cpu cpuacct memory blkio pids; do [ -d $base/$h ] && hier+=("$h"); done
+  fi
+  echo "== cgroups: CPU per reading of every group, kernstat cgroups --bench 50 vs systemd-cgtop (20 refreshes, median of 5), µs"
+  for n in 100 1000; do
+    for i in $(seq $n); do
+      sleep 600 & pids+=($!)
+      for h in "${hier[@]}"; do
+        mkdir -p $base/$h/$name/g$i
+        echo $! >$base/$h/$name/g$i/cgroup.procs
+      done
+    done
+    local k c
+    k=$($K cgroups --bench 50 --depth 9 | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["groups"], r["cpu_us_p50"], r["wall_us_p50"])')
+    c=$(cgtop_us)
+    read -r g kc kw <<<"$k"
+    awk -v n=$n -v g="$g" -v kc="$kc" -v kw="$kw" -v c="$c" 'BEGIN {
+      printf "%d groups: kernstat %.0f µs CPU (%.0f µs wall, %d groups read), systemd-cgtop %.0f µs CPU, ratio 1/%.1f\n", n, kc, kw, g, c, c/kc }'
+    kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true
+    pids=()
+    for h in "${hier[@]}"; do
+      for i in $(seq $n); do rmdir $base/$h/$name/g$i; done
+      rmdir $base/$h/$name
+    done
+  done
 }
 
 # The README's screenshot (docs/top.svg): kernstat top with both probe panels on a loaded

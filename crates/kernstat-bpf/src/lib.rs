@@ -7,6 +7,7 @@
 //! procfs.
 #![deny(missing_docs)]
 
+pub mod exits;
 pub mod loader;
 pub mod net;
 pub mod ps;
@@ -35,6 +36,9 @@ mod skel {
     }
     pub mod net {
         include!(concat!(env!("OUT_DIR"), "/net.skel.rs"));
+    }
+    pub mod exits {
+        include!(concat!(env!("OUT_DIR"), "/exits.skel.rs"));
     }
     pub mod writes {
         include!(concat!(env!("OUT_DIR"), "/writes.skel.rs"));

@@ -13,6 +13,7 @@ pub mod model;
 pub mod net;
 pub mod ps;
 pub mod raw;
+pub mod record;
 pub mod runqlat;
 pub mod text;
 pub mod top;

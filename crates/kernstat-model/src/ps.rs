@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::raw::TaskName;
 
@@ -74,7 +74,8 @@ pub struct TaskRow {
 }
 
 /// One row of the table: a process, or a thread with `--threads`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PsRow {
     /// Process id (thread id with --threads).
     pub pid: u32,
@@ -89,7 +90,7 @@ pub struct PsRow {
     /// Real gid.
     pub gid: u32,
     /// State letter.
-    #[serde(serialize_with = "ser_char")]
+    #[serde(serialize_with = "ser_char", deserialize_with = "de_char")]
     pub state: char,
     /// Threads.
     pub threads: u32,
@@ -125,6 +126,11 @@ pub struct PsRow {
     /// Socket payload bytes sent per second over --interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub net_tx_bps: Option<f64>,
+}
+
+fn de_char<'de, D: serde::Deserializer<'de>>(d: D) -> Result<char, D::Error> {
+    let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+    Ok(s.chars().next().unwrap_or('?'))
 }
 
 fn ser_char<S: serde::Serializer>(c: &char, s: S) -> Result<S::Ok, S::Error> {

@@ -86,6 +86,30 @@ impl UserNames {
     }
 }
 
+/// The id of the group with this name (getgrnam_r), None when there is none.
+pub fn group_id(name: &str) -> Option<u32> {
+    let c = CString::new(name).ok()?;
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: group is plain data; getgrnam_r writes into grp and buf, whose sizes we
+    // pass; c is NUL-terminated; only the gid is read.
+    unsafe {
+        let mut grp: libc::group = std::mem::zeroed();
+        let mut result: *mut libc::group = std::ptr::null_mut();
+        if libc::getgrnam_r(
+            c.as_ptr(),
+            &mut grp,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        ) != 0
+            || result.is_null()
+        {
+            return None;
+        }
+        Some(grp.gr_gid)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,6 +52,9 @@ pub enum Command {
     /// Control groups: CPU and throttling, memory, I/O, pressure, tasks and network per
     /// group, over an interval, as a tree (or NDJSON).
     Cgroups(CgroupsArgs),
+    /// The flight recorder's samples between two times, as JSON, CSV or OpenMetrics
+    /// (`kernstat daemon --record` writes them).
+    Dump(DumpArgs),
     /// Run-queue latency histograms (libbpf-tools runqlat's flags, plus -C, --csv,
     /// --json, --plot).
     Runqlat(RunqlatArgs),
@@ -80,6 +83,51 @@ pub enum Command {
     /// Writes the man pages (kernstat.1, kernstat-COMMAND.1) into a directory.
     #[command(hide = true)]
     Manpages(ManpagesArgs),
+}
+
+/// A past moment from the flight recorder's archive (`kernstat daemon --record`).
+#[derive(Clone, Debug, Default, Args)]
+pub struct ReplayArgs {
+    /// Show the recorded sample at this time instead of now: 03:12 (today, local time),
+    /// -10m (ago: s, m, h, d), 2026-11-25T03:12:00Z or 2026-11-25 03:12 (RFC 3339 /
+    /// local). The recorded sample nearest to it is shown, with its time.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub at: Option<String>,
+    /// The archive to read (default: the system daemon's /var/lib/kernstat when it can
+    /// be read, else your own, ~/.local/state/kernstat/record).
+    #[arg(long, value_name = "DIR")]
+    pub archive: Option<PathBuf>,
+}
+
+/// `kernstat dump`.
+#[derive(Clone, Debug, Args)]
+pub struct DumpArgs {
+    /// The archive to read (default as for --at).
+    #[arg(long, value_name = "DIR")]
+    pub archive: Option<PathBuf>,
+    /// From this time (as --at takes; default: the oldest sample).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub from: Option<String>,
+    /// To this time (default: the newest sample).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub to: Option<String>,
+    /// json: one object per sample (the model, every process, the processes that
+    /// ended); csv: one row per process per sample (ended ones with state X);
+    /// openmetrics: machine and per-process series with timestamps, for
+    /// `promtool tsdb create-blocks-from openmetrics`.
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: DumpFormat,
+}
+
+/// What `kernstat dump` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DumpFormat {
+    /// One JSON object per line, per sample.
+    Json,
+    /// One CSV row per process per sample.
+    Csv,
+    /// OpenMetrics text with timestamps.
+    Openmetrics,
 }
 
 /// `kernstat cgroups`.
@@ -311,6 +359,9 @@ pub struct SnapshotArgs {
     /// Control groups this many levels below the root in the JSON ("cgroups").
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub cgroup_depth: u32,
+    /// A recorded moment instead of now.
+    #[command(flatten)]
+    pub replay: ReplayArgs,
     /// Sources.
     #[command(flatten)]
     pub source: SourceArgs,
@@ -363,6 +414,10 @@ pub struct TopArgs {
 /// Arguments of `kernstat ps`.
 #[derive(Debug, Args)]
 pub struct PsArgs {
+    /// A recorded moment instead of now (processes that ended before it, since the
+    /// sample before, are shown with state X).
+    #[command(flatten)]
+    pub replay: ReplayArgs,
     /// Columns, comma separated (see --list-fields); the last one is cut to the terminal.
     #[arg(long, value_name = "LIST")]
     pub fields: Option<String>,
@@ -527,9 +582,66 @@ pub struct DaemonArgs {
     /// machine, kernstat's or not).
     #[arg(long, requires = "metrics")]
     pub no_bpf_stats: bool,
+    /// Record a sample every --record-interval into this directory (the flight
+    /// recorder: machine figures, every process with its command line, and every
+    /// process that ended in between); `--at` views and `kernstat dump` replay it.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// Seconds between recorded samples.
+    #[arg(long, default_value = "5", value_parser = parse_duration, requires = "record")]
+    pub record_interval: Duration,
+    /// Delete recorded hours older than this (e.g. 7d, 36h).
+    #[arg(long, default_value = "7d", value_parser = parse_age, requires = "record", value_name = "AGE")]
+    pub retain: Duration,
+    /// Delete the oldest recorded hours while the archive is larger than this (e.g.
+    /// 1G, 500M).
+    #[arg(long, default_value = "1G", value_parser = parse_size, requires = "record", value_name = "SIZE")]
+    pub max_size: u64,
     /// Sources.
     #[command(flatten)]
     pub source: SourceArgs,
+}
+
+/// `7d`, `36h`, `90m`: an age for retention.
+pub fn parse_age(s: &str) -> Result<Duration, String> {
+    let unit = s.chars().last().unwrap_or(' ');
+    let scale = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => {
+            return Err(format!(
+                "{s:?}: an age is a number and s, m, h or d (e.g. 7d)"
+            ))
+        }
+    };
+    let n: u64 = s[..s.len() - 1]
+        .parse()
+        .map_err(|_| format!("{s:?}: an age is a number and s, m, h or d (e.g. 7d)"))?;
+    if n == 0 {
+        return Err(format!("{s:?}: keep something (more than 0)"));
+    }
+    Ok(Duration::from_secs(n * scale))
+}
+
+/// `1G`, `500M`, `64K`, `1048576`: a size in bytes (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, scale) = match s.chars().last() {
+        Some('K' | 'k') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
+        Some('T' | 't') => (&s[..s.len() - 1], 1 << 40),
+        _ => (s, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: a size is a number with K, M, G or T (e.g. 1G)"))?;
+    match n.checked_mul(scale) {
+        Some(b) if b >= 1 << 20 => Ok(b),
+        Some(_) => Err(format!("{s:?}: at least 1M (an hour's file must fit)")),
+        None => Err(format!("{s:?}: too large")),
+    }
 }
 
 /// A kernel histogram the daemon can serve on /metrics.

@@ -69,6 +69,7 @@ pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
         &mut opened.collector,
         &daemon,
         opened.metrics.as_mut(),
+        opened.recorder.as_mut(),
         &rx,
         args.interval,
         &opts,
@@ -158,6 +159,8 @@ struct Opened {
     metrics: Option<MetricsSources>,
     listener: Option<std::os::unix::net::UnixListener>,
     snapshot: Option<(kernstat_daemon::shm::Writer, bool)>,
+    /// The flight recorder (--record).
+    recorder: Option<crate::recorder::Recorder>,
 }
 
 impl Opened {
@@ -216,6 +219,21 @@ impl Opened {
         };
         let listener = kernstat_daemon::bind(&plan.socket, mode, dir_mode)
             .with_context(|| format!("binding {}", plan.socket.display()))?;
+        // The archive directory is made (and given to the daemon's user) while root;
+        // the task iterator and the exits hook are loaded now too.
+        let recorder = match &args.record {
+            Some(dir) => {
+                let owner = plan.switch_to.as_ref().map(|u| (u.uid, u.gid));
+                match crate::recorder::Recorder::open(args, dir, owner) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        eprintln!("kernstat daemon: {e:#}");
+                        return Ok(Err(2));
+                    }
+                }
+            }
+            None => None,
+        };
         Ok(Ok(Opened {
             settings,
             metrics_listener,
@@ -226,6 +244,7 @@ impl Opened {
             metrics,
             listener: Some(listener),
             snapshot: make_snapshot(args, plan),
+            recorder,
         }))
     }
 }
@@ -483,6 +502,7 @@ fn sample_loop(
     collector: &mut crate::collect::Collector,
     daemon: &Daemon,
     mut metrics: Option<&mut MetricsSources>,
+    mut recorder: Option<&mut crate::recorder::Recorder>,
     rx: &mpsc::Receiver<Msg>,
     interval: Duration,
     opts: &ModelOptions,
@@ -514,12 +534,16 @@ fn sample_loop(
         if let Some(m) = metrics.as_deref_mut() {
             m.publish(collector, &cur, &model, sample_us);
         }
+        if let Some(r) = recorder.as_deref_mut() {
+            r.maybe_record(&model, Instant::now());
+        }
         std::mem::swap(&mut prev, &mut cur);
         last = Instant::now();
         // The next grid point after now; a refresh in between does not move the grid.
         while grid <= last {
             grid += interval;
         }
-        due = grid;
+        // A recorded frame is due on its own grid: a sample is taken then.
+        due = recorder.as_ref().map_or(grid, |r| grid.min(r.next_due));
     }
 }

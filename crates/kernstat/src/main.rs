@@ -23,6 +23,8 @@ mod interval;
 mod net_interval;
 mod privileges;
 mod ps;
+mod recorder;
+mod replay;
 mod runqlat;
 mod sandbox;
 mod selfcost;
@@ -58,6 +60,7 @@ fn main() {
         cli::Command::Snapshot(a) => snapshot::run(a),
         cli::Command::Ps(a) => ps::run(a),
         cli::Command::Cgroups(a) => cgroups::run(a),
+        cli::Command::Dump(a) => replay::dump(a),
         cli::Command::Top(a) => top::run(a),
         cli::Command::Runqlat(a) => runqlat::run(a),
         cli::Command::Writes(a) => writes::run(a),

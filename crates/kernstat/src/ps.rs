@@ -57,6 +57,9 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
         },
         None => None,
     };
+    if let Some(at) = &args.replay.at {
+        return replay(args, at, &columns, sort, comm_re.as_ref());
+    }
     // Command lines cost most of an iterator read: only read them when they are shown.
     // With --bench, --json is about the report: the columns decide what is read.
     let json_rows = args.json && args.bench.is_none();
@@ -117,13 +120,69 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
             (r.net_rx_bps, r.net_tx_bps) = n.rates(r.tgid);
         }
     }
+    let source_of = |r: &PsRow| -> &'static str {
+        // Rows completed from /proc (PID 1 here, see Source::read) say so.
+        if extra.is_some() && r.tgid == 1 {
+            "procfs"
+        } else {
+            source.name()
+        }
+    };
+    emit(
+        args,
+        rows,
+        &columns,
+        sort,
+        comm_re.as_ref(),
+        &source_of,
+        BootClock::now(now_boot),
+    )
+}
+
+/// `ps --at`: the recorded rows (and the processes that ended since the sample
+/// before, state X) through the same filters, sort and table.
+fn replay(
+    args: &PsArgs,
+    at: &str,
+    columns: &[Column],
+    sort: (Column, bool),
+    comm_re: Option<&regex::Regex>,
+) -> anyhow::Result<i32> {
+    let frame = match crate::replay::frame_at(&args.replay, at)? {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
+    };
+    if !args.json {
+        eprintln!(
+            "kernstat: recorded at {}",
+            crate::replay::local_stamp(frame.time_unix_ns)
+        );
+    }
+    let mut rows = frame.processes;
+    rows.extend(frame.exited.iter().map(crate::replay::exited_row));
+    let mut users = UserNames::default();
+    for r in rows.iter_mut() {
+        r.user = users.name(r.uid).to_string();
+    }
+    let start = BootClock::at(frame.time_unix_ns, frame.boot_ns);
+    emit(args, rows, columns, sort, comm_re, &|_| "archive", start)
+}
+
+/// Filters, sorts and prints rows (a live read's or a recorded sample's).
+fn emit(
+    args: &PsArgs,
+    mut rows: Vec<PsRow>,
+    columns: &[Column],
+    sort: (Column, bool),
+    comm_re: Option<&regex::Regex>,
+    source_of: &dyn Fn(&PsRow) -> &'static str,
+    start: BootClock,
+) -> anyhow::Result<i32> {
     let user_filter = args.user.as_ref().map(|u| resolve_user(u)).transpose()?;
     rows.retain(|r| {
         user_filter.is_none_or(|u| r.uid == u)
             && (args.pid.is_empty() || args.pid.contains(&r.tgid) || args.pid.contains(&r.pid))
-            && comm_re
-                .as_ref()
-                .is_none_or(|re| re.is_match(r.comm.as_str()))
+            && comm_re.is_none_or(|re| re.is_match(r.comm.as_str()))
             && args
                 .cgroup
                 .as_ref()
@@ -134,25 +193,18 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
     let mut out = io::stdout().lock();
     if args.json {
         for r in &rows {
-            // Rows completed from /proc (PID 1 here, see Source::read) say so.
-            let from = if extra.is_some() && r.tgid == 1 {
-                "procfs"
-            } else {
-                source.name()
-            };
             serde_json::to_writer(
                 &mut out,
                 &JsonRow {
                     row: r,
-                    source: from,
+                    source: source_of(r),
                 },
             )?;
             out.write_all(b"\n")?;
         }
     } else {
         let width = terminal_width();
-        let start = BootClock::now(now_boot);
-        out.write_all(table::render(&rows, &columns, args.tree, width, &start).as_bytes())?;
+        out.write_all(table::render(&rows, columns, args.tree, width, &start).as_bytes())?;
     }
     Ok(if rows.is_empty() { 1 } else { 0 })
 }
@@ -289,6 +341,16 @@ fn local(epoch_s: i64) -> libc::tm {
 }
 
 impl BootClock {
+    /// The clock of a recorded sample: taken at `unix_ns`, `boot_ns` after boot.
+    fn at(unix_ns: u64, boot_ns: u64) -> Self {
+        let wall = (unix_ns / 1_000_000_000) as i64;
+        let tm = local(wall);
+        BootClock {
+            boot_epoch_s: wall - (boot_ns / 1_000_000_000) as i64,
+            today: (tm.tm_year, tm.tm_yday),
+        }
+    }
+
     fn now(now_boot_ns: u64) -> Self {
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

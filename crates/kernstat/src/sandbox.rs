@@ -110,6 +110,8 @@ const RARE: &[i64] = &[
     // then grown in place through its descriptor when a layout outgrows the file
     // (shm/writer.rs); at exit its name is removed where the directory allows.
     libc::SYS_ftruncate,
+    // The flight recorder's new files get mode 0640 whatever the umask.
+    libc::SYS_fchmod,
     libc::SYS_unlinkat,
     // Identity reads, and a panic's abort (raise = tgkill on ourselves).
     libc::SYS_getuid,

@@ -13,6 +13,9 @@ use crate::collect::open_collector;
 
 /// Runs `kernstat snapshot`; returns the exit status.
 pub fn run(args: &SnapshotArgs) -> anyhow::Result<i32> {
+    if let Some(at) = &args.replay.at {
+        return crate::replay::snapshot(&args.replay, at, args.json);
+    }
     let mut collector = open_collector(&args.source)?;
     collector.with_cgroups(
         &crate::collect::collect_options(&args.source).roots,

@@ -134,6 +134,11 @@ fn per_refresh(pane: &Pane, n: usize, counter: impl Fn() -> u64) -> Vec<(String,
         let screen = pane.screen();
         let (at, value) = (Instant::now(), counter());
         std::thread::sleep(Duration::from_millis(5));
+        if pane.screen() != screen {
+            // Captured mid-redraw (new header above old rows, seen under a parallel
+            // build): read it again.
+            continue;
+        }
         let Some(refresh) = refresh_count(&screen) else {
             continue;
         };

@@ -157,6 +157,22 @@ fn main() {
                 }
             }
         }
+        Some("burn-exit") => {
+            // THREADS threads each burn MS of their own CPU time and end, then the process
+            // exits: a short-lived process whose whole CPU time is known (the exits hook
+            // and the recorder's tests).
+            let threads = arg(&args, 2, "THREADS");
+            let ms = arg(&args, 3, "MS");
+            let hs: Vec<_> = (0..threads)
+                .map(|_| {
+                    std::thread::spawn(move || kernstat_testkit::burn(Duration::from_millis(ms)))
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            std::process::exit(0);
+        }
         Some("burn") => {
             let threads = arg(&args, 2, "THREADS");
             let ms = arg(&args, 3, "MS");

@@ -1,0 +1,423 @@
+//! Replay of the flight recorder's archive: which archive, which moment ("03:12",
+//! "-10m", an RFC 3339 stamp), the recorded sample at it for `snapshot --at` and
+//! `ps --at`, and `kernstat dump` of a time range as JSON, CSV or OpenMetrics. A
+//! replayed sample is one more source: it feeds the views' own renderers.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use kernstat_model::ps::PsRow;
+use kernstat_model::record::{ExitedProcess, Frame};
+use kernstat_record::Archive;
+
+use crate::cli::{DumpArgs, DumpFormat, ReplayArgs};
+
+/// The system daemon's archive (its unit records there).
+pub const SYSTEM_ARCHIVE: &str = "/var/lib/kernstat";
+
+/// The archive to read: --archive, else the system daemon's if this user can list it
+/// and it holds samples, else the user's own.
+pub fn archive_dir(explicit: Option<&Path>) -> PathBuf {
+    if let Some(p) = explicit {
+        return p.to_path_buf();
+    }
+    let system = Path::new(SYSTEM_ARCHIVE);
+    let has_samples = std::fs::read_dir(system).is_ok_and(|mut rd| {
+        rd.any(|e| {
+            e.ok()
+                .and_then(|e| e.file_name().to_str().and_then(kernstat_record::file_hour))
+                .is_some()
+        })
+    });
+    if has_samples {
+        return system.to_path_buf();
+    }
+    user_archive()
+}
+
+/// `$XDG_STATE_HOME/kernstat/record`, else `~/.local/state/kernstat/record`.
+pub fn user_archive() -> PathBuf {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/".into()))
+                .join(".local/state")
+        });
+    state.join("kernstat/record")
+}
+
+/// A time as `--at`, `--from` and `--to` take it, in ns since the Unix epoch.
+pub fn parse_time(s: &str, now: jiff::Zoned) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "{s:?} is not a time: use 03:12 (today), -10m (ago: s, m, h, d), 2026-11-25T03:12:00Z or \"2026-11-25 03:12\""
+        )
+    };
+    let s = s.trim();
+    let to_ns = |ts: jiff::Timestamp| u64::try_from(ts.as_nanosecond()).map_err(|_| bad());
+    if s == "now" {
+        return to_ns(now.timestamp());
+    }
+    if let Some(ago) = s.strip_prefix('-') {
+        let age = crate::cli::parse_age(ago).map_err(|_| bad())?;
+        let ns = to_ns(now.timestamp())?;
+        return Ok(ns.saturating_sub(age.as_nanos() as u64));
+    }
+    if let Ok(ts) = s.parse::<jiff::Timestamp>() {
+        return to_ns(ts);
+    }
+    // A local date and time: "2026-11-25 03:12", "2026-11-25T03:12:30".
+    if let Ok(dt) = s.parse::<jiff::civil::DateTime>() {
+        let z = dt.to_zoned(now.time_zone().clone()).map_err(|_| bad())?;
+        return to_ns(z.timestamp());
+    }
+    // A time of day: today's, or yesterday's when today's is still to come.
+    if let Ok(t) = s.parse::<jiff::civil::Time>() {
+        let today = now.date().to_datetime(t);
+        let mut z = today.to_zoned(now.time_zone().clone()).map_err(|_| bad())?;
+        if z.timestamp() > now.timestamp() {
+            z = z.yesterday().map_err(|_| bad())?;
+        }
+        return to_ns(z.timestamp());
+    }
+    Err(bad())
+}
+
+fn parse_or_usage(s: &str) -> anyhow::Result<u64> {
+    match parse_time(s, jiff::Zoned::now()) {
+        Ok(t) => Ok(t),
+        Err(e) => crate::cli::usage!("{e}"),
+    }
+}
+
+/// RFC 3339 in local time, for people: "2026-11-25T03:12:05+01:00".
+pub fn local_stamp(unix_ns: u64) -> String {
+    match jiff::Timestamp::from_nanosecond(unix_ns as i128) {
+        Ok(ts) => ts
+            .to_zoned(jiff::tz::TimeZone::system())
+            .strftime("%Y-%m-%dT%H:%M:%S%:z")
+            .to_string(),
+        Err(_) => unix_ns.to_string(),
+    }
+}
+
+/// The recorded sample at `--at`; Err(1) after one sentence when there is none.
+pub fn frame_at(r: &ReplayArgs, at: &str) -> anyhow::Result<Result<Frame, i32>> {
+    let t = parse_or_usage(at)?;
+    let dir = archive_dir(r.archive.as_deref());
+    let archive = match Archive::open(&dir) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!(
+                "kernstat: no archive at {} ({e}); `kernstat daemon --record DIR` writes one",
+                dir.display()
+            );
+            return Ok(Err(1));
+        }
+    };
+    match archive.at(t, &mut |w| eprintln!("kernstat: {w}")) {
+        Ok(f) => Ok(Ok(f)),
+        Err(e) => {
+            eprintln!("kernstat: {e}");
+            Ok(Err(1))
+        }
+    }
+}
+
+/// A process that ended as a table row: state X, its last counters, its peak RSS.
+pub fn exited_row(e: &ExitedProcess) -> PsRow {
+    PsRow {
+        pid: e.pid,
+        tgid: e.pid,
+        ppid: e.ppid,
+        uid: e.uid,
+        state: 'X',
+        threads: 0,
+        cpu_ns: e.cpu_ns,
+        rss_bytes: e.maxrss_bytes,
+        start_ns: e.start_ns,
+        read_bytes: e.read_bytes,
+        write_bytes: e.write_bytes,
+        comm: kernstat_model::raw::TaskName::from_bytes(e.comm.as_bytes()),
+        cmd: if e.cmd.is_empty() {
+            e.comm.clone()
+        } else {
+            e.cmd.clone()
+        },
+        ..PsRow::default()
+    }
+}
+
+/// `kernstat snapshot --at`: the recorded model as `snapshot` prints it, with when it
+/// was recorded and the processes that ended since the sample before.
+pub fn snapshot(r: &ReplayArgs, at: &str, json: bool) -> anyhow::Result<i32> {
+    let frame = match frame_at(r, at)? {
+        Ok(f) => f,
+        Err(code) => return Ok(code),
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        let view = kernstat_render::SnapshotView {
+            model: &frame.model,
+            sample_us: 0.0,
+            self_cost_percent: None,
+        };
+        let mut v = serde_json::to_value(&view)?;
+        if let Some(o) = v.as_object_mut() {
+            o.remove("sample_us");
+            o.insert("recorded_at".into(), local_stamp(frame.time_unix_ns).into());
+            o.insert("recorded_unix_ns".into(), frame.time_unix_ns.into());
+            o.insert("exited".into(), serde_json::to_value(&frame.exited)?);
+        }
+        serde_json::to_writer(&mut out, &v)?;
+        writeln!(out)?;
+    } else {
+        let mut s = String::new();
+        kernstat_render::tooltip::write_tooltip(
+            &mut s,
+            &frame.model,
+            &kernstat_render::tooltip::TooltipExtras {
+                sample_us: 0.0,
+                self_cost_percent: None,
+                markup: false,
+            },
+        )?;
+        writeln!(out, "Recorded at {}", local_stamp(frame.time_unix_ns))?;
+        writeln!(out, "{s}")?;
+        if !frame.exited.is_empty() {
+            writeln!(out, "Ended since the sample before: {}", frame.exited.len())?;
+        }
+    }
+    Ok(0)
+}
+
+/// `kernstat dump`.
+pub fn dump(args: &DumpArgs) -> anyhow::Result<i32> {
+    let from = args.from.as_deref().map(parse_or_usage).transpose()?;
+    let to = args.to.as_deref().map(parse_or_usage).transpose()?;
+    let dir = archive_dir(args.archive.as_deref());
+    let archive = match Archive::open(&dir) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("kernstat dump: no archive at {} ({e})", dir.display());
+            return Ok(1);
+        }
+    };
+    let frames = archive.frames(from.unwrap_or(0), to.unwrap_or(u64::MAX), &mut |w| {
+        eprintln!("kernstat dump: {w}")
+    })?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match args.format {
+        DumpFormat::Json => {
+            for f in &frames {
+                let mut v = serde_json::to_value(f)?;
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("time".into(), local_stamp(f.time_unix_ns).into());
+                }
+                serde_json::to_writer(&mut out, &v)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        DumpFormat::Csv => csv(&mut out, &frames)?,
+        DumpFormat::Openmetrics => openmetrics(&mut out, &frames)?,
+    }
+    out.flush()?;
+    Ok(if frames.is_empty() { 1 } else { 0 })
+}
+
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+fn csv(out: &mut impl Write, frames: &[Frame]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "time,time_unix_ns,pid,ppid,uid,state,comm,cpu_percent,cpu_ns,rss_bytes,read_bytes,write_bytes,threads,start_ns,exit_unix_ns,cmd"
+    )?;
+    for f in frames {
+        let t = local_stamp(f.time_unix_ns);
+        for p in &f.processes {
+            writeln!(
+                out,
+                "{t},{},{},{},{},{},{},{:.2},{},{},{},{},{},{},,{}",
+                f.time_unix_ns,
+                p.pid,
+                p.ppid,
+                p.uid,
+                p.state,
+                csv_field(p.comm.as_str()),
+                p.cpu_percent,
+                p.cpu_ns,
+                p.rss_bytes,
+                p.read_bytes,
+                p.write_bytes,
+                p.threads,
+                p.start_ns,
+                csv_field(&p.cmd),
+            )?;
+        }
+        for e in &f.exited {
+            writeln!(
+                out,
+                "{t},{},{},{},{},X,{},,{},{},{},{},0,{},{},{}",
+                f.time_unix_ns,
+                e.pid,
+                e.ppid,
+                e.uid,
+                csv_field(&e.comm),
+                e.cpu_ns,
+                e.maxrss_bytes,
+                e.read_bytes,
+                e.write_bytes,
+                e.start_ns,
+                e.exit_unix_ns,
+                csv_field(&e.cmd),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn label(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// OpenMetrics text: each family's samples together, each series' in time order,
+/// timestamps in seconds; ends with `# EOF`.
+fn openmetrics(out: &mut impl Write, frames: &[Frame]) -> std::io::Result<()> {
+    let ts = |f: &Frame| f.time_unix_ns as f64 / 1e9;
+    type Family = (&'static str, &'static str, &'static str, fn(&Frame) -> f64);
+    let machine: [Family; 5] = [
+        (
+            "kernstat_cpu_busy_percent",
+            "gauge",
+            "Machine CPU busy, percent of all CPUs.",
+            |f| f.model.cpu_percent,
+        ),
+        (
+            "kernstat_memory_used_bytes",
+            "gauge",
+            "RAM in use (total - available), bytes.",
+            |f| f.model.mem.used_bytes as f64,
+        ),
+        ("kernstat_load1", "gauge", "1-minute load average.", |f| {
+            f.model.load[0]
+        }),
+        ("kernstat_processes", "gauge", "Processes.", |f| {
+            f.model.process_count as f64
+        }),
+        (
+            "kernstat_processes_ended",
+            "gauge",
+            "Processes that ended since the sample before.",
+            |f| f.exited.len() as f64,
+        ),
+    ];
+    for (name, kind, help, get) in machine {
+        writeln!(out, "# TYPE {name} {kind}\n# HELP {name} {help}")?;
+        for f in frames {
+            writeln!(out, "{name} {} {:.3}", get(f), ts(f))?;
+        }
+    }
+    // Per process: keyed by pid and start, so a reused pid is another series.
+    type Series = std::collections::BTreeMap<(u32, u64), (String, Vec<(f64, f64, u64)>)>;
+    let mut series: Series = Series::new();
+    for f in frames {
+        for p in &f.processes {
+            let e = series
+                .entry((p.pid, p.start_ns))
+                .or_insert_with(|| (p.comm.as_str().to_string(), Vec::new()));
+            e.1.push((ts(f), p.cpu_ns as f64 / 1e9, p.rss_bytes));
+        }
+    }
+    let families: [(&str, &str, &str); 2] = [
+        (
+            "kernstat_process_cpu_seconds",
+            "counter",
+            "CPU time of the process, seconds.",
+        ),
+        (
+            "kernstat_process_resident_bytes",
+            "gauge",
+            "Resident set of the process, bytes.",
+        ),
+    ];
+    for (i, (name, kind, help)) in families.iter().enumerate() {
+        writeln!(out, "# TYPE {name} {kind}\n# HELP {name} {help}")?;
+        let sample = if *kind == "counter" {
+            format!("{name}_total")
+        } else {
+            name.to_string()
+        };
+        for ((pid, _), (comm, points)) in &series {
+            for (t, cpu, rss) in points {
+                let v = if i == 0 { *cpu } else { *rss as f64 };
+                writeln!(
+                    out,
+                    "{sample}{{pid=\"{pid}\",comm=\"{}\"}} {v} {t:.3}",
+                    label(comm)
+                )?;
+            }
+        }
+    }
+    writeln!(out, "# EOF")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> jiff::Zoned {
+        "2026-11-25T09:30:00+01:00[Europe/Paris]".parse().unwrap()
+    }
+
+    fn stamp(s: &str) -> u64 {
+        s.parse::<jiff::Timestamp>().unwrap().as_nanosecond() as u64
+    }
+
+    #[test]
+    fn times_people_type() {
+        assert_eq!(
+            parse_time("03:12", now()).unwrap(),
+            stamp("2026-11-25T02:12:00Z")
+        );
+        assert_eq!(
+            parse_time("23:00", now()).unwrap(),
+            stamp("2026-11-24T22:00:00Z"),
+            "a time still to come today is yesterday's"
+        );
+        assert_eq!(
+            parse_time("-10m", now()).unwrap(),
+            stamp("2026-11-25T08:20:00Z")
+        );
+        assert_eq!(
+            parse_time("-2h", now()).unwrap(),
+            stamp("2026-11-25T06:30:00Z")
+        );
+        assert_eq!(
+            parse_time("2026-11-25T03:12:00Z", now()).unwrap(),
+            stamp("2026-11-25T03:12:00Z")
+        );
+        assert_eq!(
+            parse_time("2026-11-25 03:12", now()).unwrap(),
+            stamp("2026-11-25T02:12:00Z")
+        );
+        assert!(parse_time("yesterday-ish", now())
+            .unwrap_err()
+            .contains("is not a time"));
+        assert!(parse_time("-10x", now()).is_err());
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_it() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b \"c\""), "\"a,b \"\"c\"\"\"");
+    }
+}

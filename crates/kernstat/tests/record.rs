@@ -1,0 +1,357 @@
+//! The flight recorder end to end: a daemon records, the replaying commands read.
+//!
+//! - a process that burns one CPU for 2 s and exits between two samples 5 s apart is
+//!   in the record with the CPU time the kernel charged it (wait4's rusage), in
+//!   `dump` and in `ps --at` (state X);
+//! - `kill -9` of the recorder with a torn last frame loses only that frame, and a new
+//!   daemon on the same archive carries on;
+//! - a file written by a newer format is refused in one sentence, the rest replayed;
+//! - a full disk (a small tmpfs) stops recording with one line, keeps every earlier
+//!   sample, and recording resumes when space returns;
+//! - the OpenMetrics export backfills a Prometheus TSDB with promtool and the CSV has a
+//!   row per recorded process.
+//!
+//! Runs as root (BPF, mount); skips elsewhere, fails under CI=true.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{command, json, run};
+use kernstat_testkit::{bpf_gate, gate, tool_gate, workload_bin};
+use serde_json::Value;
+
+struct Recording {
+    child: std::process::Child,
+    _run: tempfile::TempDir,
+}
+
+impl Recording {
+    fn start(archive: &Path, interval: &str) -> Recording {
+        let run = tempfile::tempdir().unwrap();
+        let child = command()
+            .args(["daemon", "--socket"])
+            .arg(run.path().join("sock"))
+            .args(["--interval", interval, "--record"])
+            .arg(archive)
+            .args(["--record-interval", interval])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kernstat daemon --record");
+        Recording { child, _run: run }
+    }
+
+    /// Lines of the daemon's stderr, read on a thread, as they come.
+    fn stderr_lines(&mut self) -> std::sync::mpsc::Receiver<String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let err = self.child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        rx
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn dump(archive: &Path) -> Vec<Value> {
+    let (_, out, _) = run(&["dump", "--archive", archive.to_str().unwrap()]);
+    out.lines().map(json).collect()
+}
+
+fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !ok() {
+        assert!(
+            t.elapsed() < Duration::from_secs(secs),
+            "waited {secs} s for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn rusage_cpu_ns(u: &libc::rusage) -> u64 {
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+#[test]
+fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
+    if !bpf_gate() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    let mut rec = Recording::start(&archive, "5");
+    wait_for("the first recorded sample", 20, || {
+        !dump(&archive).is_empty()
+    });
+    // One CPU for 2 s, then exit: shorter than the 5 s between samples.
+    let child = Command::new(workload_bin())
+        .args(["burn-exit", "1", "2000"])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // SAFETY: wait4 on our own child with valid out-pointers.
+    let usage = unsafe {
+        let mut status = 0;
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(
+            libc::wait4(pid as i32, &mut status, 0, &mut usage),
+            pid as i32
+        );
+        usage
+    };
+    std::mem::forget(child);
+    let charged = rusage_cpu_ns(&usage);
+    let mut frame = Value::Null;
+    wait_for("the sample after the exit", 20, || {
+        frame = dump(&archive)
+            .into_iter()
+            .find(|f| {
+                f["exited"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e["pid"] == pid)
+            })
+            .unwrap_or(Value::Null);
+        !frame.is_null()
+    });
+    let e = frame["exited"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["pid"] == pid)
+        .unwrap();
+    let cpu = e["cpu_ns"].as_u64().unwrap();
+    assert!(
+        charged.abs_diff(cpu) as f64 <= charged as f64 * 0.05,
+        "recorded {cpu} ns, the kernel charged {charged} ns"
+    );
+    assert_eq!(e["ppid"], std::process::id());
+    assert_eq!(e["comm"], "ks-workload");
+    assert!(frame["processes"].as_array().unwrap().len() > 10);
+    assert!(
+        frame["model"]["cpu_percent"].is_f64(),
+        "the machine model is in the frame"
+    );
+
+    // ps --at that sample's time: the process is there, state X, its CPU time.
+    let at = frame["time"].as_str().unwrap();
+    let archive_s = archive.to_str().unwrap();
+    let (code, out, err) = run(&["ps", "--at", at, "--archive", archive_s, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let row = out
+        .lines()
+        .map(json)
+        .find(|r| r["pid"] == pid)
+        .unwrap_or_else(|| panic!("pid {pid} not in ps --at {at}"));
+    assert_eq!(row["state"], "X");
+    assert_eq!(row["cpu_ns"].as_u64(), Some(cpu));
+    assert_eq!(row["source"], "archive");
+    // snapshot --at: the recorded model, stamped.
+    let (code, out, _) = run(&["snapshot", "--at", at, "--archive", archive_s, "--json"]);
+    assert_eq!(code, Some(0));
+    let snap = json(out.trim());
+    assert_eq!(snap["recorded_at"], frame["time"]);
+    assert!(snap["procs"].as_array().unwrap().len() > 10);
+
+    // kill -9, with the last frame torn as a crash mid-write leaves it.
+    // SAFETY: kill with a valid signal.
+    unsafe { libc::kill(rec.child.id() as i32, libc::SIGKILL) };
+    let _ = rec.child.wait();
+    let before = dump(&archive).len();
+    let file = std::fs::read_dir(&archive)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max()
+        .unwrap();
+    let len = std::fs::metadata(&file).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    f.set_len(len - 7).unwrap();
+    drop(f);
+    let (_, out, err) = run(&["dump", "--archive", archive_s]);
+    assert_eq!(out.lines().count(), before - 1, "{err}");
+    // A file from a newer kernstat beside it: refused in one sentence, the rest read.
+    let mut newer = std::fs::read(&file).unwrap()[..8].to_vec();
+    newer[6] = 9;
+    std::fs::write(archive.join("20200101T00.ksr"), &newer).unwrap();
+    let (_, out, err) = run(&["dump", "--archive", archive_s]);
+    assert_eq!(out.lines().count(), before - 1);
+    assert!(
+        err.contains("written by a newer kernstat (archive format 9; this kernstat reads up to 1)"),
+        "{err}"
+    );
+    let (code, _, err) = run(&[
+        "snapshot",
+        "--at",
+        "2020-01-01T00:30:00Z",
+        "--archive",
+        archive_s,
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("newer kernstat"), "{err}");
+    std::fs::remove_file(archive.join("20200101T00.ksr")).unwrap();
+    // A new recorder on the same archive carries on after the last whole frame.
+    let mut again = Recording::start(&archive, "0.5");
+    let _ = again.stderr_lines();
+    wait_for("samples after the restart", 20, || {
+        dump(&archive).len() >= before + 2
+    });
+    let (_, _, err) = run(&["dump", "--archive", archive_s]);
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn a_full_disk_stops_recording_in_one_line_and_it_resumes_when_space_returns() {
+    if !gate(
+        "mounting a tmpfs (root)",
+        unsafe { libc::geteuid() } == 0,
+        || "not root".into(),
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let st = Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            "size=1m",
+            "kernstat-test",
+            mnt.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let archive = mnt.join("archive");
+    let mut rec = Recording::start(&archive, "0.3");
+    let lines = rec.stderr_lines();
+    wait_for("three recorded samples", 20, || dump(&archive).len() >= 3);
+    // Fill the disk.
+    let filler = mnt.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let block = vec![0u8; 64 << 10];
+    while f.write_all(&block).is_ok() {}
+    drop(f);
+    let said = |want: &str| {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(20) {
+            if let Ok(l) = lines.recv_timeout(Duration::from_millis(200)) {
+                if l.contains(want) {
+                    return l;
+                }
+            }
+        }
+        panic!("the daemon never said {want:?}");
+    };
+    let stopped = said("stopped");
+    assert!(stopped.contains("No space left on device"), "{stopped}");
+    let kept = dump(&archive).len();
+    assert!(kept >= 3);
+    // Nothing more is said while the disk stays full.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(lines.try_iter().all(|l| !l.contains("stopped")));
+    std::fs::remove_file(&filler).unwrap();
+    said("resumed");
+    wait_for("samples after the disk had room", 20, || {
+        dump(&archive).len() >= kept + 2
+    });
+    let (_, out, err) = run(&["dump", "--archive", archive.to_str().unwrap()]);
+    assert!(err.is_empty(), "every sample readable: {err}");
+    let times: Vec<u64> = out
+        .lines()
+        .map(|l| json(l)["time_unix_ns"].as_u64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]));
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// promtool ARGS, which must succeed; its stdout.
+fn promtool(args: &[&str]) -> String {
+    let out = Command::new("promtool").args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "promtool {args:?}: {err}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn exports_load_in_promtool_and_csv_has_a_row_per_process() {
+    if !bpf_gate() || !tool_gate("promtool") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    let rec = Recording::start(&archive, "0.3");
+    wait_for("four recorded samples", 20, || dump(&archive).len() >= 4);
+    drop(rec);
+    let archive_s = archive.to_str().unwrap();
+    let frames = dump(&archive);
+    let rows: usize = frames
+        .iter()
+        .map(|f| f["processes"].as_array().unwrap().len() + f["exited"].as_array().unwrap().len())
+        .sum();
+    let (code, csv, _) = run(&["dump", "--archive", archive_s, "--format", "csv"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        csv.lines().count(),
+        rows + 1,
+        "a header and a row per process per sample"
+    );
+
+    let (code, om, _) = run(&["dump", "--archive", archive_s, "--format", "openmetrics"]);
+    assert_eq!(code, Some(0));
+    let file = dir.path().join("dump.om");
+    std::fs::write(&file, &om).unwrap();
+    let tsdb = dir.path().join("tsdb");
+    promtool(&[
+        "tsdb",
+        "create-blocks-from",
+        "openmetrics",
+        path(&file),
+        path(&tsdb),
+    ]);
+    // Query the backfilled block: every sample of the machine's CPU series is there
+    // (tsdb dump opens the directory as a database: it wants a WAL, empty here).
+    std::fs::create_dir_all(tsdb.join("wal")).unwrap();
+    let dumped = promtool(&[
+        "tsdb",
+        "dump",
+        "--match",
+        "kernstat_cpu_busy_percent",
+        path(&tsdb),
+    ]);
+    assert_eq!(
+        dumped
+            .lines()
+            .filter(|l| l.contains("kernstat_cpu_busy_percent"))
+            .count(),
+        frames.len(),
+        "{dumped}"
+    );
+}
