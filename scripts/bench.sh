@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the numbers in docs/measured.md. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net cgroups, and screenshot (default: all but screenshot). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net cgroups record, and screenshot (default: all but screenshot). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -726,6 +726,67 @@ section_cgroups() {
   done
 }
 
+# Bytes and sample times of an atop raw file after epoch $2 (atop -r -P CPU: one CPU line
+# per sample, the epoch in field 3).
+atop_samples_after() {
+  atop -r "$1" -P CPU 2>/dev/null | awk -v t="$2" '$1 == "CPU" && $3 > t {n[$3] = 1} END {print length(n)}'
+}
+
+# The flight recorder beside atop 2.8 (`atop -w FILE INTERVAL`) at the same interval, side
+# by side: bytes per sample on disk and CPU per sample, at ~300 and 10,000 processes
+# (RECORD_TASKS); what recording adds to a daemon (the same daemon without --record runs
+# beside it); then `ps --at` into an hour-long file (720 samples at 300 processes).
+section_record() {
+  command -v atop >/dev/null || { echo "== record: atop is not installed (apt-get install atop)"; return; }
+  local secs=${RECORD_SECS:-120} iv=${RECORD_IV:-5} tasks
+  for tasks in ${RECORD_TASKS:-300 10000}; do
+    local f dir ap kp pp t0 t1 a0 a1 k0 k1 p0 p1 as0 as1 ks0 ks1 an kn
+    f=$(fleet "$tasks")
+    dir=$(mktemp -d)
+    echo "== record: kernstat daemon --record vs atop -w, every $iv s for $secs s, $(ls -d /proc/[0-9]* | wc -l) processes"
+    atop -w "$dir/atop.raw" "$iv" >/dev/null 2>&1 &
+    ap=$!
+    $K daemon --socket "$dir/rec/sock" --interval "$iv" --record "$dir/archive" --record-interval "$iv" 2>/dev/null &
+    kp=$!
+    $K daemon --socket "$dir/plain/sock" --interval "$iv" 2>/dev/null &
+    pp=$!
+    sleep $((iv + 2))
+    t0=$(date +%s)
+    a0=$(task_ns $ap); k0=$(task_ns $kp); p0=$(task_ns $pp)
+    as0=$(stat -c %s "$dir/atop.raw"); ks0=$(du -sb "$dir/archive" | cut -f1)
+    sleep "$secs"
+    a1=$(task_ns $ap); k1=$(task_ns $kp); p1=$(task_ns $pp)
+    as1=$(stat -c %s "$dir/atop.raw"); ks1=$(du -sb "$dir/archive" | cut -f1)
+    t1=$(date +%s)
+    kill $ap $kp $pp; wait $ap $kp $pp 2>/dev/null || true
+    an=$(atop_samples_after "$dir/atop.raw" "$t0")
+    kn=$($K dump --archive "$dir/archive" --from "@$t0" --to "@$t1" 2>/dev/null | wc -l)
+    awk -v an="$an" -v kn="$kn" -v as=$((as1 - as0)) -v ks=$((ks1 - ks0)) -v ac=$((a1 - a0)) -v kc=$((k1 - k0)) -v pc=$((p1 - p0)) -v iv="$iv" -v secs="$secs" 'BEGIN {
+      printf "atop:     %d samples, %.0f bytes and %.2f ms CPU per sample\n", an, as/an, ac/an/1e6
+      printf "kernstat: %d samples, %.0f bytes and %.2f ms CPU per sample (daemon with --record; without: %.2f ms, so recording adds %.2f ms = %.4f%% of a core at %d s)\n", kn, ks/kn, kc/kn/1e6, pc/kn/1e6, (kc-pc)/kn/1e6, (kc-pc)/kn/1e9/iv*100, iv
+      printf "ratios: bytes 1/%.1f of atop, CPU 1/%.1f of atop; 7 days at 5 s: %.0f MB\n", (as/an)/(ks/kn), (ac/an)/(kc/kn), ks/kn*120960/1e6 }'
+    stop_fleet "$f"
+    rm -rf "$dir"
+  done
+  local f dir at
+  f=$(fleet 300)
+  dir=$(mktemp -d)
+  echo "== ps --at into an hour's file: 720 samples at $(ls -d /proc/[0-9]* | wc -l) processes (recorded at 0.05 s), median of 21 runs, ms"
+  $K daemon --socket "$dir/sock" --interval 0.05 --record "$dir/archive" --record-interval 0.05 2>/dev/null &
+  local kp=$!
+  while [ "$($K dump --archive "$dir/archive" 2>/dev/null | wc -l)" -lt 720 ]; do sleep 2; done
+  kill $kp; wait $kp 2>/dev/null || true
+  at=$($K dump --archive "$dir/archive" | sed -n 700p | python3 -c 'import json,sys; print(json.load(sys.stdin)["time"])')
+  for _ in $(seq 21); do
+    local s e
+    s=$(date +%s%N); $K ps --at "$at" --archive "$dir/archive" >/dev/null 2>&1; e=$(date +%s%N)
+    echo $(((e - s) / 1000))
+  done | median | awk '{printf "ps --at the 700th sample: %.1f ms (a key frame every 60: at most 60 decompressions)\n", $1/1000}'
+  ls -l "$dir/archive"/*.ksr | awk '{printf "file: %d bytes for 720 samples\n", $5}'
+  stop_fleet "$f"
+  rm -rf "$dir"
+}
+
 # The README's screenshot (docs/top.svg): kernstat top with both probe panels on a loaded
 # machine (stress-ng --cpu 4 --switch 2 and a small writer), captured from a tmux pane
 # with its colours and drawn as SVG by scripts/pane2svg.py. Not in the default list.
@@ -747,5 +808,5 @@ section_screenshot() {
 }
 
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net cgroups record)
 for s in "${sections[@]}"; do "section_$s"; done

@@ -41,6 +41,51 @@ pub struct ExitedProcess {
     pub exit_code: i32,
 }
 
+/// What a process table shows beyond the model's per-process rates: recorded once per
+/// process per sample, joined with the model's entry by pid on replay.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProcDetail {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Real uid.
+    pub uid: u32,
+    /// Real gid.
+    pub gid: u32,
+    /// Threads.
+    pub threads: u32,
+    /// Nice value.
+    pub nice: i32,
+    /// Priority.
+    pub priority: i32,
+    /// Virtual size, bytes.
+    pub vsz_bytes: u64,
+    /// Start, ns after boot.
+    pub start_ns: u64,
+    /// Command line (`[comm]` for kernel threads).
+    pub cmd: String,
+}
+
+impl ProcDetail {
+    /// The parts of a table row the model does not have.
+    pub fn of(row: &PsRow) -> Self {
+        ProcDetail {
+            pid: row.pid,
+            ppid: row.ppid,
+            uid: row.uid,
+            gid: row.gid,
+            threads: row.threads,
+            nice: row.nice,
+            priority: row.priority,
+            vsz_bytes: row.vsz_bytes,
+            start_ns: row.start_ns,
+            cmd: row.cmd.clone(),
+        }
+    }
+}
+
 /// One recorded sample.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -49,10 +94,10 @@ pub struct Frame {
     pub time_unix_ns: u64,
     /// When it was taken, CLOCK_BOOTTIME ns (start times are on this clock).
     pub boot_ns: u64,
-    /// Everything `snapshot --json` shows.
+    /// Everything `snapshot --json` shows, every process's rates included.
     pub model: Model,
-    /// Every process as `ps` shows it, CPU % over the recording interval.
-    pub processes: Vec<PsRow>,
+    /// Every process's table details (ppid, user, command line...), by pid.
+    pub details: Vec<ProcDetail>,
     /// Processes that ended since the previous sample, in the order they ended.
     pub exited: Vec<ExitedProcess>,
     /// Exits the hook could not keep (its buffer was full) since the previous sample.
@@ -60,4 +105,45 @@ pub struct Frame {
     /// Where exits come from: "bpf", or "" when the hook is not loaded (then processes
     /// that lived between two samples are not in the record).
     pub exits_source: String,
+}
+
+impl Frame {
+    /// Every process as `ps` shows it: the model's rates joined with the details by
+    /// pid. A process the model has and the details lack (it ended between the two
+    /// reads) keeps its name as command line and parent 0.
+    pub fn processes(&self) -> Vec<PsRow> {
+        let details: std::collections::HashMap<u32, &ProcDetail> =
+            self.details.iter().map(|d| (d.pid, d)).collect();
+        self.model
+            .procs
+            .iter()
+            .map(|p| {
+                let d = details.get(&p.pid).copied();
+                PsRow {
+                    pid: p.pid,
+                    tgid: p.pid,
+                    ppid: d.map_or(0, |d| d.ppid),
+                    uid: d.map_or(0, |d| d.uid),
+                    gid: d.map_or(0, |d| d.gid),
+                    state: p.state as char,
+                    threads: d.map_or(0, |d| d.threads),
+                    nice: d.map_or(0, |d| d.nice),
+                    priority: d.map_or(0, |d| d.priority),
+                    cpu_percent: p.cpu_percent,
+                    cpu_ns: p.cpu_ns,
+                    rss_bytes: p.rss_bytes,
+                    vsz_bytes: d.map_or(0, |d| d.vsz_bytes),
+                    start_ns: d.map_or(0, |d| d.start_ns),
+                    read_bytes: p.read_bytes,
+                    write_bytes: p.write_bytes,
+                    comm: crate::raw::TaskName::from_bytes(p.comm.as_bytes()),
+                    cmd: d.map_or_else(|| p.comm.as_str().to_string(), |d| d.cmd.clone()),
+                    kthread: p.kthread,
+                    net_rx_bps: p.net_rx_bps,
+                    net_tx_bps: p.net_tx_bps,
+                    ..PsRow::default()
+                }
+            })
+            .collect()
+    }
 }

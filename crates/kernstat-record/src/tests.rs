@@ -3,7 +3,8 @@
 //! header says.
 
 use super::*;
-use kernstat_model::ps::PsRow;
+use kernstat_model::record::ProcDetail;
+use kernstat_model::ProcRate;
 
 const T0: u64 = 1_764_000_000_000_000_000; // 2025-11-24T16:00:00Z
 
@@ -14,13 +15,19 @@ fn frame(i: u64) -> Frame {
         ..Default::default()
     };
     f.model.cpu_percent = i as f64;
-    f.processes = (1..300)
-        .map(|pid| PsRow {
+    f.model.procs = (1..300)
+        .map(|pid| ProcRate {
             pid,
-            tgid: pid,
             cpu_ns: pid as u64 * 1000 + if pid == 7 { i * 5 } else { 0 },
+            state: b'S',
+            ..Default::default()
+        })
+        .collect();
+    f.details = (1..300)
+        .map(|pid| ProcDetail {
+            pid,
+            ppid: 1,
             cmd: format!("/usr/bin/daemon-{pid} --flag"),
-            state: 'S',
             ..Default::default()
         })
         .collect();
@@ -64,7 +71,8 @@ fn samples_come_back_as_written_and_deltas_are_small() {
     for (i, f) in frames.iter().enumerate() {
         assert_eq!(f.time_unix_ns, frame(i as u64).time_unix_ns);
         assert_eq!(f.model.cpu_percent, i as f64);
-        assert_eq!(f.processes, frame(i as u64).processes);
+        assert_eq!(f.processes(), frame(i as u64).processes());
+        assert_eq!(f.details, frame(i as u64).details);
     }
     // 130 samples at 5 s: 10 min 50 s, all in one hour's file.
     assert_eq!(Archive::open(dir.path()).unwrap().files().unwrap().len(), 1);

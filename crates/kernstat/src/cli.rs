@@ -89,8 +89,9 @@ pub enum Command {
 #[derive(Clone, Debug, Default, Args)]
 pub struct ReplayArgs {
     /// Show the recorded sample at this time instead of now: 03:12 (today, local time),
-    /// -10m (ago: s, m, h, d), 2026-11-25T03:12:00Z or 2026-11-25 03:12 (RFC 3339 /
-    /// local). The recorded sample nearest to it is shown, with its time.
+    /// -10m (ago: s, m, h, d), 2026-11-25T03:12:00Z, "2026-11-25 03:12" (RFC 3339 /
+    /// local) or @EPOCH_SECONDS. The recorded sample nearest to it is shown, with its
+    /// time.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub at: Option<String>,
     /// The archive to read (default: the system daemon's /var/lib/kernstat when it can

@@ -543,7 +543,12 @@ fn sample_loop(
         while grid <= last {
             grid += interval;
         }
-        // A recorded frame is due on its own grid: a sample is taken then.
-        due = recorder.as_ref().map_or(grid, |r| grid.min(r.next_due));
+        // Frames are recorded at the first sample at or after each --record-interval
+        // (so exactly when the two intervals line up, else up to one --interval late);
+        // extra samples are taken only for a --record-interval shorter than --interval.
+        due = match recorder.as_ref() {
+            Some(r) if r.interval() < interval => grid.min(r.next_due),
+            _ => grid,
+        };
     }
 }

@@ -158,7 +158,7 @@ fn replay(
             crate::replay::local_stamp(frame.time_unix_ns)
         );
     }
-    let mut rows = frame.processes;
+    let mut rows = frame.processes();
     rows.extend(frame.exited.iter().map(crate::replay::exited_row));
     let mut users = UserNames::default();
     for r in rows.iter_mut() {

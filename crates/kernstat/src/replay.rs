@@ -51,13 +51,18 @@ pub fn user_archive() -> PathBuf {
 pub fn parse_time(s: &str, now: jiff::Zoned) -> Result<u64, String> {
     let bad = || {
         format!(
-            "{s:?} is not a time: use 03:12 (today), -10m (ago: s, m, h, d), 2026-11-25T03:12:00Z or \"2026-11-25 03:12\""
+            "{s:?} is not a time: use 03:12 (today), -10m (ago: s, m, h, d), 2026-11-25T03:12:00Z, \"2026-11-25 03:12\" or @EPOCH_SECONDS"
         )
     };
     let s = s.trim();
     let to_ns = |ts: jiff::Timestamp| u64::try_from(ts.as_nanosecond()).map_err(|_| bad());
     if s == "now" {
         return to_ns(now.timestamp());
+    }
+    if let Some(epoch) = s.strip_prefix('@') {
+        // Seconds since the Unix epoch, as `date +%s` prints them.
+        let secs: f64 = epoch.parse().map_err(|_| bad())?;
+        return Ok((secs.max(0.0) * 1e9) as u64);
     }
     if let Some(ago) = s.strip_prefix('-') {
         let age = crate::cli::parse_age(ago).map_err(|_| bad())?;
@@ -214,6 +219,9 @@ pub fn dump(args: &DumpArgs) -> anyhow::Result<i32> {
                 let mut v = serde_json::to_value(f)?;
                 if let Some(o) = v.as_object_mut() {
                     o.insert("time".into(), local_stamp(f.time_unix_ns).into());
+                    // The table rows (rates and details joined), not their two halves.
+                    o.remove("details");
+                    o.insert("processes".into(), serde_json::to_value(f.processes())?);
                 }
                 serde_json::to_writer(&mut out, &v)?;
                 out.write_all(b"\n")?;
@@ -241,7 +249,7 @@ fn csv(out: &mut impl Write, frames: &[Frame]) -> std::io::Result<()> {
     )?;
     for f in frames {
         let t = local_stamp(f.time_unix_ns);
-        for p in &f.processes {
+        for p in &f.processes() {
             writeln!(
                 out,
                 "{t},{},{},{},{},{},{},{:.2},{},{},{},{},{},{},,{}",
@@ -330,7 +338,7 @@ fn openmetrics(out: &mut impl Write, frames: &[Frame]) -> std::io::Result<()> {
     type Series = std::collections::BTreeMap<(u32, u64), (String, Vec<(f64, f64, u64)>)>;
     let mut series: Series = Series::new();
     for f in frames {
-        for p in &f.processes {
+        for p in &f.processes() {
             let e = series
                 .entry((p.pid, p.start_ns))
                 .or_insert_with(|| (p.comm.as_str().to_string(), Vec::new()));
@@ -413,6 +421,10 @@ mod tests {
             .unwrap_err()
             .contains("is not a time"));
         assert!(parse_time("-10x", now()).is_err());
+        assert_eq!(
+            parse_time("@1764000000", now()).unwrap(),
+            1_764_000_000_000_000_000
+        );
     }
 
     #[test]
