@@ -570,6 +570,36 @@ impl Archive {
         Ok(out)
     }
 
+    /// The sample just after `t` (`forward`) or just before it, for stepping through
+    /// a replay; None at either end of the archive.
+    pub fn step(&self, t: u64, forward: bool, warn: &mut dyn FnMut(String)) -> Option<Frame> {
+        let files = self.files().ok()?;
+        let newest = files.len().checked_sub(1)?;
+        let holding = files.iter().rposition(|f| f.1 <= t);
+        let order: Vec<usize> = match (forward, holding) {
+            (true, Some(h)) => (h..files.len()).collect(),
+            (true, None) => (0..files.len()).collect(),
+            (false, Some(h)) => (0..=h).rev().collect(),
+            (false, None) => Vec::new(),
+        };
+        for i in order {
+            let Ok(l) = Self::load(&files[i].0, i == newest, warn) else {
+                continue;
+            };
+            let j = if forward {
+                l.frames.iter().position(|f| f.sound && f.time > t)
+            } else {
+                l.frames.iter().rposition(|f| f.sound && f.time < t)
+            };
+            if let Some(j) = j {
+                return Self::decode(&l, j, j, warn)
+                    .pop()
+                    .and_then(|(_, json)| Self::parse(&l.path, &json, warn));
+            }
+        }
+        None
+    }
+
     /// The sample nearest to `t` (Unix ns). `Err` carries the one sentence to show
     /// when there is none. Reads frame headers of the file holding `t` and its
     /// neighbours, then decodes only the chain that leads to the chosen sample.

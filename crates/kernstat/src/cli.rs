@@ -371,6 +371,10 @@ pub struct SnapshotArgs {
 /// `kernstat top`.
 #[derive(Clone, Debug, Args)]
 pub struct TopArgs {
+    /// A recorded moment instead of now: t and T step one sample forward and back, b
+    /// jumps to a time.
+    #[command(flatten)]
+    pub replay: ReplayArgs,
     /// Refresh interval (keys + and - change it).
     #[arg(short = 'd', long, default_value = "1", value_parser = parse_duration, value_name = "SECONDS")]
     pub delay: Duration,

@@ -101,7 +101,7 @@ pub fn local_stamp(unix_ns: u64) -> String {
     match jiff::Timestamp::from_nanosecond(unix_ns as i128) {
         Ok(ts) => ts
             .to_zoned(jiff::tz::TimeZone::system())
-            .strftime("%Y-%m-%dT%H:%M:%S%:z")
+            .strftime("%Y-%m-%dT%H:%M:%S%.3f%:z")
             .to_string(),
         Err(_) => unix_ns.to_string(),
     }

@@ -869,3 +869,71 @@ fn a_refresh_allocates_nothing_per_process() {
         "allocations per refresh: {without} without, {with} with 1,000 more processes"
     );
 }
+
+/// The times of an archive's samples, as `dump` stamps them (what the header shows).
+fn recorded_times(archive: &Path) -> Vec<String> {
+    let out = Command::new(kernstat())
+        .args(["dump", "--archive"])
+        .arg(archive)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["time"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_recorded_moment_replays_with_its_busiest_process_on_top_and_steps() {
+    let Some(_serial) = usable() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    // 60 % of a CPU at nice -20 while a daemon records every second.
+    let busy = Workload::start(&["duty", "60"]);
+    // SAFETY: setpriority has no memory preconditions.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, busy.pid(), -20) };
+    let mut daemon = Command::new(kernstat())
+        .args(["daemon", "--socket"])
+        .arg(dir.path().join("run/sock"))
+        .args(["--interval", "1", "--record"])
+        .arg(&archive)
+        .args(["--record-interval", "1"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while recorded_times(&archive).len() < 5 {
+        assert!(t.elapsed() < Duration::from_secs(60), "nothing recorded");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    drop(busy);
+    let times = recorded_times(&archive);
+    let args = format!("--at {} --archive {}", times[3], archive.display());
+    let pane = top(dir.path(), &args, &[], (160, 40));
+    let screen = pane.wait_for("the recorded moment", &|s| s.contains(&times[3]));
+    assert!(screen.contains("RECORDED"), "{screen}");
+    let first = table(&screen)[0];
+    assert!(
+        first.contains("ks-workload duty 60"),
+        "the busy process on top by CPU:\n{screen}"
+    );
+    pane.keys(&["T"]);
+    pane.wait_for("the sample before", &|s| s.contains(&times[2]));
+    pane.keys(&["t", "t"]);
+    pane.wait_for("two samples on", &|s| s.contains(&times[4]));
+    pane.keys(&["t"]);
+    pane.wait_for("the end said", &|s| s.contains("the newest recorded sample"));
+    pane.keys(&["b"]);
+    pane.wait_for("the jump prompt", &|s| s.contains("Jump to:"));
+    pane.keys(&[&times[0], "Enter"]);
+    pane.wait_for("the jump", &|s| s.contains(&format!("RECORDED {}", times[0])));
+    pane.keys(&["k"]);
+    pane.wait_for("no signals in a replay", &|s| s.contains("nothing to signal"));
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+}

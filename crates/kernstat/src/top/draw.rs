@@ -281,17 +281,26 @@ fn header_lines(app: &App, width: u16, max_core_rows: usize) -> Vec<Line<'static
     if m.source == "procfs" {
         c.push_str(" (no BPF)");
     }
-    let _ = write!(
-        c,
-        "  every {:.2} s  #{}",
-        app.delay.as_secs_f64(),
-        app.refreshes
-    );
-    match app.cost_percent {
-        Some(p) => {
-            let _ = write!(c, "  kernstat {p:.2}% of a core");
+    if let Some(r) = &app.replay {
+        let _ = write!(
+            c,
+            "  RECORDED {}  over {:.1} s  (t: next sample, T: previous, b: jump)",
+            r.stamp(),
+            r.frame.model.interval_s
+        );
+    } else {
+        let _ = write!(
+            c,
+            "  every {:.2} s  #{}",
+            app.delay.as_secs_f64(),
+            app.refreshes
+        );
+        match app.cost_percent {
+            Some(p) => {
+                let _ = write!(c, "  kernstat {p:.2}% of a core");
+            }
+            None => c.push_str("  kernstat cost: next refresh"),
         }
-        None => c.push_str("  kernstat cost: next refresh"),
     }
     if let Some(rq) = &app.runq {
         if let Some(p) = rq.cost_percent {
@@ -748,6 +757,9 @@ pub(crate) fn printable(s: &str) -> String {
 fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
     let text = match &app.mode {
         Mode::Filter => format!("Filter: {}_   (Enter keep, Esc clear)", app.view.filter),
+        Mode::Jump(typed) => {
+            format!("Jump to: {typed}_   (03:12, -10m, 2026-11-25T03:12:00Z; Enter go, Esc cancel)")
+        }
         Mode::CgroupFilter => format!(
             "Cgroup filter: {}_   (Enter keep, Esc clear)",
             app.cgroups.as_ref().map_or("", |p| p.filter.as_str())
@@ -766,9 +778,12 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
             if !app.view.kthreads {
                 s.push_str("[no kernel threads] ");
             }
-            match &app.message {
-                Some(m) => s.push_str(m),
-                None => s.push_str(
+            match (&app.message, &app.replay) {
+                (Some(m), _) => s.push_str(m),
+                (None, Some(_)) => s.push_str(
+                    "t:next sample  T:previous  b:jump to a time  ?:help  /:filter  F5:tree  P/M:sort  q:quit",
+                ),
+                (None, None) => s.push_str(
                     "?:help  /:filter  t:tree  P/M/T:sort  k:signal  C:cgroups  r:run-queue latency  w:write sizes  q:quit",
                 ),
             }

@@ -11,6 +11,7 @@
 mod cgroups;
 mod draw;
 mod probes;
+mod replay;
 mod sample;
 mod term;
 mod view;
@@ -58,6 +59,8 @@ pub(crate) enum Mode {
     Cgroups,
     /// Typing the cgroup view's path filter.
     CgroupFilter,
+    /// Typing a time to jump to (replay, key b).
+    Jump(String),
 }
 
 /// Everything the screen shows.
@@ -84,6 +87,8 @@ pub(crate) struct App {
     pub color: bool,
     /// Refreshes so far (shown, so that one can tell a live view from a stuck one).
     pub refreshes: u64,
+    /// A recorded sample on screen instead of the live machine (--at).
+    pub replay: Option<replay::Replay>,
     quit: bool,
     refresh_now: bool,
 }
@@ -94,7 +99,16 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     // SIGWINCH too: a resized terminal is drawn at once, not at the next key or refresh.
     let signals = Signals::block_with_resize();
     let sigfd = signals.signalfd()?;
-    let mut sampler = Sampler::open(args.no_bpf, &args.pin_dir, &args.temp)?;
+    let replayed = match &args.replay.at {
+        Some(at) => match replay::Replay::open(&args.replay, at)? {
+            Ok(r) => Some(r),
+            Err(code) => return Ok(code),
+        },
+        None => None,
+    };
+    // A replay reads nothing live: the sampler stays on /proc and is never refreshed.
+    let no_bpf = args.no_bpf || replayed.is_some();
+    let mut sampler = Sampler::open(no_bpf, &args.pin_dir, &args.temp)?;
     let mut app = App {
         view: View::new(sort, descending),
         machine: Machine::default(),
@@ -111,6 +125,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         page: 10,
         color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         refreshes: 0,
+        replay: replayed,
         quit: false,
         refresh_now: false,
     };
@@ -134,7 +149,10 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         let cpu_at_start = crate::selfcost::process_cpu_ns();
         let cgroups = !app.view.filter.is_empty() || app.view.cgroup.is_some();
         // Straight into the view's rows (one table in memory, not two: 2 MB at 10,000).
-        app.machine = sampler.refresh(&mut app.view.procs, app.threads, cgroups)?;
+        app.machine = match app.replay.as_mut() {
+            Some(r) => r.show(&mut app.view.procs),
+            None => sampler.refresh(&mut app.view.procs, app.threads, cgroups)?,
+        };
         let cpu_sampled = crate::selfcost::process_cpu_ns();
         if let Some(panel) = app.cgroups.as_mut() {
             if let Err(e) = panel.refresh() {
@@ -197,7 +215,12 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         if args.iterations.is_some_and(|n| refreshes >= n) {
             break;
         }
-        let deadline = Instant::now() + app.delay;
+        // A replay changes only on a key.
+        let wait = match app.replay {
+            Some(_) => Duration::from_secs(3600),
+            None => app.delay,
+        };
+        let deadline = Instant::now() + wait;
         while !app.quit && !app.refresh_now {
             match pending_signals(&signals) {
                 Pending::Stop => {
@@ -464,6 +487,32 @@ fn key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
             }
             _ => {}
         },
+        Mode::Jump(mut typed) => match k.code {
+            KeyCode::Esc => {
+                app.mode = Mode::Normal;
+                app.message = None;
+            }
+            KeyCode::Enter => {
+                app.mode = Mode::Normal;
+                if let Some(r) = app.replay.as_mut() {
+                    app.message = match r.jump(&typed) {
+                        Ok(()) => Some(format!("at {}", r.stamp())),
+                        Err(e) => Some(e),
+                    };
+                    app.refresh_now = true;
+                }
+            }
+            KeyCode::Backspace => {
+                typed.pop();
+                app.mode = Mode::Jump(typed);
+            }
+            KeyCode::Char(c) => {
+                typed.push(c);
+                app.mode = Mode::Jump(typed);
+            }
+            _ => {}
+        },
+        Mode::Normal if app.replay.is_some() => replay_key(app, sampler, k),
         Mode::Normal => normal_key(app, sampler, k),
         Mode::Cgroups => cgroup_key(app, k),
         Mode::CgroupFilter => {
@@ -605,6 +654,47 @@ fn normal_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
         KeyCode::Char(']') | KeyCode::F(8) => renice(app, 1),
         KeyCode::Char('[') | KeyCode::F(7) => renice(app, -1),
         _ => {}
+    }
+}
+
+/// Keys over a recorded sample: atop's t/T/b step and jump; what acts on live
+/// processes or reads live sources says so; the rest is the table's as usual.
+fn replay_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
+    let Some(r) = app.replay.as_mut() else {
+        return;
+    };
+    match k.code {
+        KeyCode::Char('t') | KeyCode::Char('T') => {
+            let forward = k.code == KeyCode::Char('t');
+            app.message = if r.step(forward) {
+                app.refresh_now = true;
+                None
+            } else if forward {
+                Some("the newest recorded sample".into())
+            } else {
+                Some("the oldest recorded sample".into())
+            };
+        }
+        KeyCode::Char('b') => app.mode = Mode::Jump(String::new()),
+        KeyCode::Char('k')
+        | KeyCode::F(9)
+        | KeyCode::Char(']')
+        | KeyCode::F(8)
+        | KeyCode::Char('[')
+        | KeyCode::F(7) => {
+            app.message = Some("a recorded moment: nothing to signal or renice".into());
+        }
+        KeyCode::Char('C')
+        | KeyCode::Char('r')
+        | KeyCode::Char('w')
+        | KeyCode::Char('H')
+        | KeyCode::Char('+')
+        | KeyCode::Char('=')
+        | KeyCode::Char('-') => {
+            app.message =
+                Some("not in the record: cgroups, probes and threads are live only".into());
+        }
+        _ => normal_key(app, sampler, k),
     }
 }
 
