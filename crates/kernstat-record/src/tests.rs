@@ -87,6 +87,39 @@ fn samples_come_back_as_written_and_deltas_are_small() {
 }
 
 #[test]
+fn a_delta_stays_small_when_a_sample_is_larger_than_zstds_usual_window() {
+    // 10,000 processes: the previous sample is megabytes back.
+    let big = |i: u64| {
+        let mut f = frame(i);
+        f.model.procs = (1..10_000)
+            .map(|pid| ProcRate {
+                pid,
+                cpu_ns: pid as u64 * 1000 + if pid % 97 == 0 { i * 5000 } else { 0 },
+                state: b'S',
+                ..Default::default()
+            })
+            .collect();
+        f.details = (1..10_000)
+            .map(|pid| ProcDetail {
+                pid,
+                ppid: 1,
+                start_ns: pid as u64 * 77_777,
+                cmd: "/usr/bin/worker --idle".into(),
+                ..Default::default()
+            })
+            .collect();
+        f
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = Writer::open(dir.path(), forever()).unwrap();
+    let key = w.append(&big(0)).unwrap();
+    let delta = w.append(&big(1)).unwrap();
+    assert!(delta.bytes * 20 < key.bytes, "{delta:?} vs {key:?}");
+    let (frames, _) = all(dir.path());
+    assert_eq!(frames[1].model.procs, big(1).model.procs);
+}
+
+#[test]
 fn a_torn_last_frame_is_cut_on_reopen_and_ignored_by_readers() {
     let dir = tempfile::tempdir().unwrap();
     let mut w = Writer::open(dir.path(), forever()).unwrap();

@@ -139,6 +139,79 @@ struct Limits {
     read_at: u64,
 }
 
+/// A group's directory and the files read from it, kept open between readings, so
+/// that a reading is one pread per file where openat + pread + close were three calls.
+/// Measured with `kernstat cgroups --bench 20` over 102 groups here (strace -c): 26
+/// system calls per group per reading before, 40 µs per group.
+#[derive(Debug)]
+struct GroupFiles {
+    /// The directory's inode: a group removed and made again under the same name is
+    /// another directory (its getdents entry shows the new inode).
+    ino: u64,
+    dir: OwnedFd,
+    /// Each file read, and None for one that was missing (tried again when limits are).
+    files: HashMap<&'static CStr, Option<OwnedFd>>,
+}
+
+impl GroupFiles {
+    fn new(dir: OwnedFd, ino: u64) -> Self {
+        GroupFiles {
+            ino,
+            dir,
+            files: HashMap::new(),
+        }
+    }
+
+    /// The file's content now (pread from offset 0 makes kernfs generate it again).
+    fn read<'a>(
+        &mut self,
+        buf: &'a mut [u8],
+        name: &'static CStr,
+        retry: bool,
+    ) -> Option<&'a [u8]> {
+        let known = self.files.get(name).map(|f| f.is_some());
+        if known == Some(false) && !retry {
+            return None;
+        }
+        if known != Some(true) {
+            let fd = rustix::fs::openat(
+                &self.dir,
+                name,
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .ok();
+            self.files.insert(name, fd);
+        }
+        let fd = self.files.get(name)?.as_ref()?;
+        match rustix::io::pread(fd, &mut *buf, 0) {
+            Ok(n) => Some(&buf[..n]),
+            Err(_) => {
+                self.files.insert(name, None);
+                None
+            }
+        }
+    }
+
+    /// Subdirectories with their inodes (getdents on the kept descriptor, from its
+    /// start).
+    fn subdirectories(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        if rustix::fs::seek(&self.dir, rustix::fs::SeekFrom::Start(0)).is_err() {
+            return out;
+        }
+        let mut space = [std::mem::MaybeUninit::<u8>::uninit(); 8192];
+        let mut d = rustix::fs::RawDir::new(&self.dir, &mut space);
+        while let Some(Ok(e)) = d.next() {
+            let name = e.file_name().to_bytes();
+            if e.file_type() == rustix::fs::FileType::Directory && name != b"." && name != b".." {
+                out.push((String::from_utf8_lossy(name).into_owned(), e.ino()));
+            }
+        }
+        out
+    }
+}
+
 /// Reads every group of the cgroup v2 hierarchy.
 #[derive(Debug)]
 pub struct CgroupReader {
@@ -147,6 +220,8 @@ pub struct CgroupReader {
     buf: Vec<u8>,
     readings: u64,
     limits: HashMap<String, Limits>,
+    /// Every group read at the last reading, by path.
+    open: HashMap<String, GroupFiles>,
 }
 
 /// Readings between two reads of a group's limits.
@@ -171,6 +246,7 @@ impl CgroupReader {
             buf: vec![0; 64 * 1024],
             readings: 0,
             limits: HashMap::new(),
+            open: HashMap::new(),
         }
     }
 
@@ -186,7 +262,15 @@ impl CgroupReader {
         want: CgroupWant,
         max_depth: Option<u32>,
     ) -> std::io::Result<CgroupTree> {
-        let root = crate::file::open_dir(&self.mount)?;
+        let mut before = std::mem::take(&mut self.open);
+        let root = match before.remove("/") {
+            Some(r) => r,
+            None => {
+                let dir = crate::file::open_dir(&self.mount)?;
+                let ino = rustix::fs::fstat(&dir).map_or(0, |m| m.st_ino);
+                GroupFiles::new(dir, ino)
+            }
+        };
         let mut tree = CgroupTree {
             mount: self.mount.display().to_string(),
             layout: if self.hybrid { "hybrid" } else { "v2" }.into(),
@@ -195,67 +279,69 @@ impl CgroupReader {
         };
         let refresh_limits = self.readings.is_multiple_of(LIMITS_EVERY);
         self.readings += 1;
-        let mut seen = std::collections::HashSet::new();
         // Depth-first, children sorted by name, so the order is a tree's.
-        let mut stack: Vec<(OwnedFd, String, u32)> = vec![(root, "/".into(), 0)];
-        while let Some((dir, path, depth)) = stack.pop() {
-            let g = self.group(&dir, &path, depth, want, refresh_limits);
-            seen.insert(path.clone());
+        let mut stack: Vec<(GroupFiles, String, u32)> = vec![(root, "/".into(), 0)];
+        while let Some((mut files, path, depth)) = stack.pop() {
+            let g = self.group(&mut files, &path, depth, want, refresh_limits);
             tree.groups.push(g);
-            if max_depth.is_some_and(|m| depth >= m) {
-                continue;
+            if max_depth.is_none_or(|m| depth < m) {
+                let mut children = files.subdirectories();
+                children.sort_unstable();
+                for (name, ino) in children.into_iter().rev() {
+                    let child = if path == "/" {
+                        format!("/{name}")
+                    } else {
+                        format!("{path}/{name}")
+                    };
+                    let kept = before.remove(&child).filter(|c| c.ino == ino);
+                    let files_of_child = match kept {
+                        Some(c) => c,
+                        None => match rustix::fs::openat(
+                            &files.dir,
+                            name.as_str(),
+                            rustix::fs::OFlags::RDONLY
+                                | rustix::fs::OFlags::DIRECTORY
+                                | rustix::fs::OFlags::CLOEXEC,
+                            rustix::fs::Mode::empty(),
+                        ) {
+                            Ok(fd) => GroupFiles::new(fd, ino),
+                            Err(_) => continue, // removed meanwhile
+                        },
+                    };
+                    stack.push((files_of_child, child, depth + 1));
+                }
             }
-            let mut children = subdirectories(&dir);
-            children.sort_unstable();
-            for name in children.into_iter().rev() {
-                let Ok(fd) = rustix::fs::openat(
-                    &dir,
-                    name.as_str(),
-                    rustix::fs::OFlags::RDONLY
-                        | rustix::fs::OFlags::DIRECTORY
-                        | rustix::fs::OFlags::CLOEXEC,
-                    rustix::fs::Mode::empty(),
-                ) else {
-                    continue; // removed meanwhile
-                };
-                let child = if path == "/" {
-                    format!("/{name}")
-                } else {
-                    format!("{path}/{name}")
-                };
-                stack.push((fd, child, depth + 1));
-            }
+            self.open.insert(path, files);
         }
-        self.limits.retain(|p, _| seen.contains(p));
+        // What is left in `before` is gone (or beyond the depth now): closed here.
+        let open = &self.open;
+        self.limits.retain(|p, _| open.contains_key(p));
         Ok(tree)
-    }
-
-    fn file<'a>(buf: &'a mut [u8], dir: &OwnedFd, name: &CStr) -> Option<&'a [u8]> {
-        crate::file::read_at(dir, name, buf)
     }
 
     fn group(
         &mut self,
-        dir: &OwnedFd,
+        dir: &mut GroupFiles,
         path: &str,
         depth: u32,
         want: CgroupWant,
         refresh_limits: bool,
     ) -> CgroupSample {
-        let md = rustix::fs::fstat(dir).ok();
         let mut g = CgroupSample {
             path: path.to_string(),
-            id: md.map_or(0, |m| m.st_ino),
+            id: dir.ino,
             depth,
             ..CgroupSample::default()
         };
+        let retry = refresh_limits;
         let buf = &mut self.buf;
-        let controllers: Vec<u8> = Self::file(buf, dir, c"cgroup.controllers")
+        let controllers: Vec<u8> = dir
+            .read(buf, c"cgroup.controllers", retry)
             .map(|b| b.to_vec())
             .unwrap_or_default();
         let has = |c: &[u8]| fields(&controllers).any(|f| f == c);
         g.read_ns = crate::monotonic_ns();
-        if let Some(b) = Self::file(buf, dir, c"cpu.stat") {
+        if let Some(b) = dir.read(buf, c"cpu.stat", retry) {
             g.cpu = parse_cpu_stat(b);
         } else {
             g.missing.push("cpu: no cpu.stat".into());
@@ -272,7 +358,8 @@ impl CgroupReader {
         };
         // Memory.
         let mem_current = if has(b"memory") {
-            Self::file(buf, dir, c"memory.current").and_then(|b| parse_u64(b.trim_ascii()))
+            dir.read(buf, c"memory.current", retry)
+                .and_then(|b| parse_u64(b.trim_ascii()))
         } else {
             None
         };
@@ -282,17 +369,19 @@ impl CgroupReader {
                     current,
                     ..Default::default()
                 };
-                m.peak =
-                    Self::file(buf, dir, c"memory.peak").and_then(|b| parse_u64(b.trim_ascii()));
-                m.swap = Self::file(buf, dir, c"memory.swap.current")
+                m.peak = dir
+                    .read(buf, c"memory.peak", retry)
                     .and_then(|b| parse_u64(b.trim_ascii()));
-                if let Some(b) = Self::file(buf, dir, c"memory.events") {
+                m.swap = dir
+                    .read(buf, c"memory.swap.current", retry)
+                    .and_then(|b| parse_u64(b.trim_ascii()));
+                if let Some(b) = dir.read(buf, c"memory.events", retry) {
                     m.oom = spaced_value(b, b"oom").unwrap_or(0);
                     m.oom_kill = spaced_value(b, b"oom_kill").unwrap_or(0);
                     m.high_events = spaced_value(b, b"high").unwrap_or(0);
                 }
                 if want.memory_stat {
-                    if let Some(b) = Self::file(buf, dir, c"memory.stat") {
+                    if let Some(b) = dir.read(buf, c"memory.stat", retry) {
                         parse_memory_stat(b, &mut m);
                     }
                 }
@@ -302,14 +391,16 @@ impl CgroupReader {
         }
         // I/O.
         if has(b"io") {
-            g.io = Self::file(buf, dir, c"io.stat").map(parse_io_stat);
+            g.io = dir.read(buf, c"io.stat", retry).map(parse_io_stat);
         }
         if g.io.is_none() {
             g.missing.push(why("io", "io"));
         }
         // Tasks.
         if has(b"pids") {
-            g.pids = Self::file(buf, dir, c"pids.current").and_then(|b| parse_u64(b.trim_ascii()));
+            g.pids = dir
+                .read(buf, c"pids.current", retry)
+                .and_then(|b| parse_u64(b.trim_ascii()));
         }
         if g.pids.is_none() {
             g.missing.push(why("pids", "pids"));
@@ -320,7 +411,7 @@ impl CgroupReader {
             (c"memory.pressure", &mut g.psi_memory),
             (c"io.pressure", &mut g.psi_io),
         ] {
-            if let Some(b) = Self::file(buf, dir, name) {
+            if let Some(b) = dir.read(buf, name, retry) {
                 let (some, full) = crate::system::parse_psi(b);
                 *slot = Pressure { some, full };
             }
@@ -333,11 +424,11 @@ impl CgroupReader {
                 let buf = &mut self.buf;
                 let num = |b: Option<&[u8]>| b.and_then(|b| parse_u64(b.trim_ascii()));
                 let l = Limits {
-                    cpu_max: Self::file(buf, dir, c"cpu.max").map(parse_cpu_max),
-                    weight: num(Self::file(buf, dir, c"cpu.weight")),
-                    mem_max: num(Self::file(buf, dir, c"memory.max")),
-                    mem_high: num(Self::file(buf, dir, c"memory.high")),
-                    pids_max: num(Self::file(buf, dir, c"pids.max")),
+                    cpu_max: dir.read(buf, c"cpu.max", retry).map(parse_cpu_max),
+                    weight: num(dir.read(buf, c"cpu.weight", retry)),
+                    mem_max: num(dir.read(buf, c"memory.max", retry)),
+                    mem_high: num(dir.read(buf, c"memory.high", retry)),
+                    pids_max: num(dir.read(buf, c"pids.max", retry)),
                     read_at: self.readings,
                 };
                 self.limits.insert(path.to_string(), l);
@@ -357,29 +448,6 @@ impl CgroupReader {
         g.pids_max = limits.pids_max;
         g
     }
-}
-
-/// Names of the subdirectories of `dir` (child groups).
-fn subdirectories(dir: &OwnedFd) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(fd) = rustix::fs::openat(
-        dir,
-        c".",
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    ) else {
-        return out;
-    };
-    let Ok(mut d) = rustix::fs::Dir::read_from(&fd) else {
-        return out;
-    };
-    while let Some(Ok(e)) = d.next() {
-        let name = e.file_name().to_bytes();
-        if e.file_type() == rustix::fs::FileType::Directory && name != b"." && name != b".." {
-            out.push(String::from_utf8_lossy(name).into_owned());
-        }
-    }
-    out
 }
 
 /// cpu.stat: usage_usec user_usec system_usec, and with a quota nr_periods nr_throttled

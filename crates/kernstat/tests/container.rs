@@ -151,13 +151,17 @@ fn inside_a_pid_and_cgroup_namespace_every_figure_is_the_containers() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("snap")).unwrap()).unwrap();
     assert_eq!(snap["source"], "bpf");
     // CPU: the namespace's tasks are the group's, so the group's cpu.stat over a window
-    // around the command is the answer (a 30 % duty, the shell, kernstat itself).
+    // around the command bounds the answer (a 30 % duty, the shell, kernstat itself).
+    // The window also holds kernstat's start-up, before its interval begins (a debug
+    // build loading its programs: 5-6 points of this window under a parallel suite), so
+    // the figure may be below the group's by that much, never above it; the storm
+    // outside would put it far above.
     let u = field("USAGE ");
     let group_percent = (u[1] - u[0]) as f64 * 1e3 / (u[3] - u[2]) as f64 * 100.0;
     let ncpus = snap["ncpus"].as_f64().unwrap();
     let shown = snap["cpu_percent"].as_f64().unwrap() * ncpus;
     assert!(
-        (shown - group_percent).abs() <= 5.0 && (shown - 30.0).abs() <= 8.0,
+        shown <= group_percent + 3.0 && (shown - 30.0).abs() <= 8.0,
         "inside: {shown:.1} % of a core; the group's cpu.stat: {group_percent:.1} % (a fork storm outside fills both CPUs)"
     );
     // Processes: those the namespace's /proc listed before and after, and none else.

@@ -927,13 +927,19 @@ fn a_recorded_moment_replays_with_its_busiest_process_on_top_and_steps() {
     pane.keys(&["t", "t"]);
     pane.wait_for("two samples on", &|s| s.contains(&times[4]));
     pane.keys(&["t"]);
-    pane.wait_for("the end said", &|s| s.contains("the newest recorded sample"));
+    pane.wait_for("the end said", &|s| {
+        s.contains("the newest recorded sample")
+    });
     pane.keys(&["b"]);
     pane.wait_for("the jump prompt", &|s| s.contains("Jump to:"));
     pane.keys(&[&times[0], "Enter"]);
-    pane.wait_for("the jump", &|s| s.contains(&format!("RECORDED {}", times[0])));
+    pane.wait_for("the jump", &|s| {
+        s.contains(&format!("RECORDED {}", times[0]))
+    });
     pane.keys(&["k"]);
-    pane.wait_for("no signals in a replay", &|s| s.contains("nothing to signal"));
+    pane.wait_for("no signals in a replay", &|s| {
+        s.contains("nothing to signal")
+    });
     pane.keys(&["q"]);
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }
