@@ -58,15 +58,10 @@ impl Recorder {
         dir: &Path,
         owner: Option<(u32, u32)>,
     ) -> anyhow::Result<Recorder> {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("--record {}: creating it", dir.display()))?;
-        if let Some((uid, gid)) = owner {
-            let adm = kernstat_sources::users::group_id("adm").unwrap_or(gid);
-            std::os::unix::fs::chown(dir, Some(uid), Some(adm))
-                .with_context(|| format!("--record {}: chown", dir.display()))?;
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o2750))
-                .with_context(|| format!("--record {}: chmod", dir.display()))?;
+        match owner {
+            Some((uid, gid)) => hand_over(dir, uid, gid)?,
+            None => std::fs::create_dir_all(dir)
+                .with_context(|| format!("--record {}: creating it", dir.display()))?,
         }
         let writer = Writer::open(
             dir,
@@ -191,6 +186,68 @@ impl Recorder {
         self.writer.append(&frame)?;
         Ok(())
     }
+}
+
+/// The archive directory of a system daemon, which writes it as its unprivileged user:
+/// made (mode 2750, the user's, group adm where there is one) when missing; an existing
+/// one is used when that user already owns it, or handed over when it is root's and
+/// empty (systemd's StateDirectory=); anything else (a link, another's directory, a
+/// directory with files in it) is refused, so `--record /etc` changes nothing.
+fn hand_over(dir: &Path, uid: u32, gid: u32) -> anyhow::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let refuse = |why: &str| -> anyhow::Result<()> {
+        anyhow::bail!(
+            "--record {}: {why}; refusing to give it to the daemon's user (name a new directory, or one that user owns)",
+            dir.display()
+        )
+    };
+    let ctx = || format!("--record {}", dir.display());
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .create(dir)
+            .with_context(ctx)?;
+    }
+    // Everything below acts on this descriptor: a link swapped in after the checks
+    // cannot redirect the chown.
+    let fd = match rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+            return refuse("not a directory (or a link)")
+        }
+        Err(e) => return Err(std::io::Error::from(e)).with_context(ctx),
+    };
+    let md = rustix::fs::fstat(&fd).with_context(ctx)?;
+    if md.st_uid == uid {
+        return Ok(());
+    }
+    if md.st_uid != 0 {
+        return refuse("it belongs to another user");
+    }
+    let mut space = [std::mem::MaybeUninit::<u8>::uninit(); 1024];
+    let mut entries = rustix::fs::RawDir::new(&fd, &mut space);
+    while let Some(e) = entries.next() {
+        let e = e.map_err(std::io::Error::from).with_context(ctx)?;
+        if !matches!(e.file_name().to_bytes(), b"." | b"..") {
+            return refuse("it is root's and not empty");
+        }
+    }
+    let adm = kernstat_sources::users::group_id("adm").unwrap_or(gid);
+    rustix::fs::fchown(
+        &fd,
+        Some(rustix::fs::Uid::from_raw(uid)),
+        Some(rustix::fs::Gid::from_raw(adm)),
+    )
+    .map_err(std::io::Error::from)
+    .with_context(ctx)?;
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o2750))
+        .map_err(std::io::Error::from)
+        .with_context(ctx)?;
+    Ok(())
 }
 
 /// /proc/PID/cmdline as `ps` shows it (`[comm]` for a kernel thread, or when it cannot

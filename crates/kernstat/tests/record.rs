@@ -355,3 +355,59 @@ fn exports_load_in_promtool_and_csv_has_a_row_per_process() {
         "{dumped}"
     );
 }
+
+#[test]
+fn the_system_daemon_records_as_its_user_into_a_directory_only_it_and_adm_read() {
+    if !bpf_gate() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let system = |record: &Path, run: &str| {
+        command()
+            .args(["daemon", "--system", "--user", "nobody", "--socket"])
+            .arg(dir.path().join(run).join("sock"))
+            .args(["--interval", "0.3", "--record"])
+            .arg(record)
+            .args(["--record-interval", "0.3"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // A directory of root's with files in it is never handed over (--record /etc).
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("keep"), "x").unwrap();
+    let out = system(&full, "run1").wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to give it to the daemon's user"),
+        "{err}"
+    );
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&full).unwrap().uid(), 0);
+    // A new one: made, the daemon's user's, group adm, 2750; files 0640.
+    let archive = dir.path().join("archive");
+    let mut d = system(&archive, "run2");
+    wait_for("samples from the system daemon", 20, || {
+        dump(&archive).len() >= 2
+    });
+    let _ = d.kill();
+    let _ = d.wait();
+    let md = std::fs::metadata(&archive).unwrap();
+    let nobody = uid_of("nobody");
+    assert_eq!(md.uid(), nobody);
+    assert_eq!(md.mode() & 0o7777, 0o2750);
+    for f in std::fs::read_dir(&archive).unwrap() {
+        let m = f.unwrap().metadata().unwrap();
+        assert_eq!(m.mode() & 0o777, 0o640);
+        assert_eq!(m.uid(), nobody);
+    }
+}
+
+fn uid_of(name: &str) -> u32 {
+    let out = Command::new("id").args(["-u", name]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
