@@ -8,7 +8,8 @@
 #          Linux 6.1 (the CO-RE fallback test), and the tools whose files the context
 #          providers read, to make real layouts and compare answers (kubectl from
 #          kubernetes-client, direnv, python3's venv, sudo), and the shells, tmux and neovim
-#          the prompt hooks and the Lua example are driven in.
+#          the prompt hooks and the Lua example are driven in; and pyarrow and DuckDB
+#          (PyPI, in target/pyenv) that read the Parquet export.
 # Only missing packages are installed; nothing happens when all are present.
 set -eu
 build="clang libelf-dev zlib1g-dev pkg-config gcc make"
@@ -37,7 +38,20 @@ fi
 need_lean=$(missing $lean)
 # shellcheck disable=SC2086
 need_full=$(missing $full)
-[ -z "$need_lean$need_full" ] && exit 0
+# The Parquet export is checked with pyarrow and DuckDB (from PyPI, in a venv under
+# target/, made once; `test` only).
+pyenv="$(cd "$(dirname "$0")/.." && pwd)/target/pyenv"
+python_deps() {
+  [ "${1:-build}" = test ] || return 0
+  "$pyenv/bin/python" -c 'import pyarrow, duckdb' 2>/dev/null && return 0
+  echo "kernstat: installing pyarrow and duckdb into $pyenv" >&2
+  python3 -m venv "$pyenv"
+  "$pyenv/bin/pip" install -q --disable-pip-version-check pyarrow duckdb
+}
+if [ -z "$need_lean$need_full" ]; then
+  python_deps "${1:-build}"
+  exit 0
+fi
 if [ "$(id -u)" != 0 ]; then
   echo "kernstat: missing packages:$need_lean$need_full" >&2
   echo "run as root, or: sudo apt-get install$need_lean$need_full" >&2
@@ -50,3 +64,4 @@ export DEBIAN_FRONTEND=noninteractive
 [ -z "$need_lean" ] || apt-get install -y -qq --no-install-recommends $need_lean >/dev/null
 # shellcheck disable=SC2086
 [ -z "$need_full" ] || apt-get install -y -qq $need_full >/dev/null
+python_deps "${1:-build}"

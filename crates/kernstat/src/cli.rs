@@ -115,9 +115,13 @@ pub struct DumpArgs {
     /// json: one object per sample (the model, every process, the processes that
     /// ended); csv: one row per process per sample (ended ones with state X);
     /// openmetrics: machine and per-process series with timestamps, for
-    /// `promtool tsdb create-blocks-from openmetrics`.
+    /// `promtool tsdb create-blocks-from openmetrics`; parquet: the CSV's rows and
+    /// columns, typed (timestamps in UTC), zstd-compressed, for DuckDB, pandas, polars.
     #[arg(long, value_enum, default_value = "json")]
     pub format: DumpFormat,
+    /// Write here instead of standard output (parquet to a terminal is refused).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// What `kernstat dump` writes.
@@ -129,6 +133,8 @@ pub enum DumpFormat {
     Csv,
     /// OpenMetrics text with timestamps.
     Openmetrics,
+    /// Apache Parquet: a row per process per sample.
+    Parquet,
 }
 
 /// `kernstat cgroups`.

@@ -324,6 +324,57 @@ fn exports_load_in_promtool_and_csv_has_a_row_per_process() {
         "a header and a row per process per sample"
     );
 
+    // Parquet: the same rows, read by pyarrow and DuckDB (scripts/deps.sh test puts them
+    // in target/pyenv).
+    let parquet = dir.path().join("dump.parquet");
+    let (code, _, err) = run(&[
+        "dump",
+        "--archive",
+        archive_s,
+        "--format",
+        "parquet",
+        "--output",
+        path(&parquet),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pyenv/bin/python");
+    if gate(
+        "pyarrow and duckdb (scripts/deps.sh test)",
+        python.exists(),
+        || format!("{} is missing", python.display()),
+    ) {
+        let out = Command::new(&python)
+            .arg("-c")
+            .arg(
+                "import sys, pyarrow.parquet as pq, duckdb\n\
+                 t = pq.read_table(sys.argv[1])\n\
+                 assert str(t.schema.field('time').type) == 'timestamp[ns, tz=UTC]', t.schema\n\
+                 d = duckdb.execute(f\"select count(*), count(distinct time), sum(exited::int) from '{sys.argv[1]}'\").fetchone()\n\
+                 print(t.num_rows, d[0], d[1], d[2])",
+            )
+            .arg(&parquet)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(|w| w.parse().unwrap())
+            .collect();
+        let exited: usize = frames
+            .iter()
+            .map(|f| f["exited"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(
+            got,
+            [rows, rows, frames.len(), exited],
+            "pyarrow rows, duckdb rows, samples, ended"
+        );
+    }
+
     let (code, om, _) = run(&["dump", "--archive", archive_s, "--format", "openmetrics"]);
     assert_eq!(code, Some(0));
     let file = dir.path().join("dump.om");
