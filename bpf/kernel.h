@@ -116,13 +116,40 @@ struct trace_event_raw_sys_exit {
 
 struct kernfs_node {
 	__u64 id;
+	const char *name;
+};
+
+struct cgroup;
+
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+	struct cgroup_subsys_state *parent;
+};
+
+/* A group's CPU time, its own and its descendants', as cpu.stat shows it once the
+ * kernel's per-CPU counters are flushed into it (cgroups.bpf.c). */
+struct task_cputime {
+	__u64 stime;
+	__u64 utime;
+	unsigned long long sum_exec_runtime;
+};
+
+struct cgroup_base_stat {
+	struct task_cputime cputime;
 };
 
 struct cgroup {
+	struct cgroup_subsys_state self;
 	struct kernfs_node *kn;
 	int level;
+	struct cgroup_base_stat bstat;
 	/* 6.0+ (ancestor_ids before, see compat.bpf.h) */
 	struct cgroup *ancestors[0];
+};
+
+struct bpf_iter__cgroup {
+	struct bpf_iter_meta *meta;
+	struct cgroup *cgroup;
 };
 
 struct ns_common {

@@ -712,11 +712,11 @@ section_cgroups() {
       done
     done
     local k c
-    k=$($K cgroups --bench 50 --depth 9 | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["groups"], r["cpu_us_p50"], r["wall_us_p50"])')
+    k=$($K cgroups --bench 50 --depth 9 | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["groups"], r["cpu_us_p50"], r["wall_us_p50"], r.get("iterator_cpu_us_p50", r.get("iterator_error", "-").replace(" ", "_")))')
     c=$(cgtop_us)
-    read -r g kc kw <<<"$k"
-    awk -v n=$n -v g="$g" -v kc="$kc" -v kw="$kw" -v c="$c" 'BEGIN {
-      printf "%d groups: kernstat %.0f µs CPU (%.0f µs wall, %d groups read), systemd-cgtop %.0f µs CPU, ratio 1/%.1f\n", n, kc, kw, g, c, c/kc }'
+    read -r g kc kw ki <<<"$k"
+    awk -v n=$n -v g="$g" -v kc="$kc" -v kw="$kw" -v c="$c" -v ki="$ki" 'BEGIN {
+      printf "%d groups: kernstat %.0f µs CPU (%.0f µs wall, %d groups read), systemd-cgtop %.0f µs CPU, ratio 1/%.1f; BPF cgroup iterator (tree and CPU only): %s µs\n", n, kc, kw, g, c, c/kc, ki }'
     kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true
     pids=()
     for h in "${hier[@]}"; do

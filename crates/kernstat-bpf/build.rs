@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
 
-const PROGRAMS: &[&str] = &["sampler", "ps", "runqlat", "writes", "net", "exits"];
+const PROGRAMS: &[&str] = &[
+    "sampler", "ps", "runqlat", "writes", "net", "exits", "cgroups",
+];
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));

@@ -7,6 +7,7 @@
 //! procfs.
 #![deny(missing_docs)]
 
+pub mod cgroups;
 pub mod exits;
 pub mod loader;
 pub mod net;
@@ -36,6 +37,9 @@ mod skel {
     }
     pub mod net {
         include!(concat!(env!("OUT_DIR"), "/net.skel.rs"));
+    }
+    pub mod cgroups {
+        include!(concat!(env!("OUT_DIR"), "/cgroups.skel.rs"));
     }
     pub mod exits {
         include!(concat!(env!("OUT_DIR"), "/exits.skel.rs"));

@@ -335,6 +335,26 @@ pub fn within(path: &str, group: &str) -> bool {
             && path.as_bytes()[group.len()] == b'/')
 }
 
+/// One group as the BPF cgroup iterator gives it (kernstat-bpf's cgroups module): its
+/// place in the tree and its CPU time, the counters cpu.stat shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CgroupCounters {
+    /// The group's id (its directory's inode).
+    pub id: u64,
+    /// Its parent's id (0 for the walk's root).
+    pub parent_id: u64,
+    /// Depth in the whole hierarchy.
+    pub level: u32,
+    /// The directory's name.
+    pub name: String,
+    /// CPU time of the group and its descendants, ns.
+    pub usage_ns: u64,
+    /// Of which in user mode (tick-sampled, as the kernel keeps it), ns.
+    pub user_ns: u64,
+    /// Of which in the kernel, ns.
+    pub system_ns: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -164,7 +164,9 @@ pub struct CgroupsArgs {
     #[arg(long)]
     pub no_bpf: bool,
     /// Time N readings of the whole hierarchy (CPU and wall per reading, medians) and
-    /// print {"n","groups","cpu_us_p50","wall_us_p50"} as JSON.
+    /// print {"n","groups","cpu_us_p50","wall_us_p50"} as JSON, with the BPF cgroup
+    /// iterator's read of the same tree beside it (iterator_cpu_us_p50, or
+    /// iterator_error where it cannot).
     #[arg(long, value_name = "N")]
     pub bench: Option<u32>,
 }
