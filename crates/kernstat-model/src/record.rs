@@ -86,6 +86,22 @@ impl ProcDetail {
     }
 }
 
+/// Write sizes of one system call on one kind of file, counted since the daemon
+/// started (what `kernstat_write_size_bytes` serves; recorded when the daemon runs with
+/// `--collect writes`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RecordedWrites {
+    /// "write", "pwrite64", ...
+    pub syscall: String,
+    /// "file", "pipe", "socket", ...
+    pub kind: String,
+    /// Calls per log2 size slot (slot k: sizes in [2^(k-1), 2^k), slot 0: 0 bytes).
+    pub slots: Vec<u64>,
+    /// Bytes asked for, in all.
+    pub bytes: u64,
+}
+
 /// One recorded sample.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -105,6 +121,15 @@ pub struct Frame {
     /// Where exits come from: "bpf", or "" when the hook is not loaded (then processes
     /// that lived between two samples are not in the record).
     pub exits_source: String,
+    /// Run-queue latency of every CPU, counts per slot of kernstat's histogram
+    /// (`hist::slot_bounds`, microseconds) since the daemon started; a difference of two
+    /// samples is the interval's. Recorded with `--collect runqlat`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runqlat_us: Option<Vec<u64>>,
+    /// Write sizes since the daemon started, per system call and kind of file; recorded
+    /// with `--collect writes`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<RecordedWrites>,
 }
 
 impl Frame {

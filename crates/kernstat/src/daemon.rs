@@ -535,7 +535,7 @@ fn sample_loop(
             m.publish(collector, &cur, &model, sample_us);
         }
         if let Some(r) = recorder.as_deref_mut() {
-            r.maybe_record(&model, Instant::now());
+            r.maybe_record(&model, metrics.as_deref(), Instant::now());
         }
         std::mem::swap(&mut prev, &mut cur);
         last = Instant::now();

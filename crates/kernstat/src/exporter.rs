@@ -37,6 +37,8 @@ pub struct MetricsSources {
     write_entries: u64,
     /// The network counters of the previous sample (socket totals are differences).
     prev_net: kernstat_model::net::NetSample,
+    /// The run-queue histogram of every CPU at the last publish (for the recorder).
+    last_runq: Option<Vec<u64>>,
 }
 
 impl MetricsSources {
@@ -74,6 +76,7 @@ impl MetricsSources {
             stats,
             write_entries: 0,
             prev_net: Default::default(),
+            last_runq: None,
         })
     }
 
@@ -174,6 +177,7 @@ impl MetricsSources {
             }
             _ => (None, Vec::new()),
         };
+        self.last_runq = runq.as_ref().map(|h| h.slots.clone());
         let writes = self
             .write_totals
             .iter()
@@ -207,6 +211,31 @@ impl MetricsSources {
             },
         };
         self.exporter.publish(sample);
+    }
+}
+
+impl MetricsSources {
+    /// What the flight recorder keeps of the kernel histograms (--collect), as of the
+    /// last publish: the run-queue histogram and the write sizes, both since start.
+    pub fn recorded(
+        &self,
+    ) -> (
+        Option<Vec<u64>>,
+        Vec<kernstat_model::record::RecordedWrites>,
+    ) {
+        let writes = self
+            .write_totals
+            .iter()
+            .map(
+                |((sys, kind), (slots, bytes))| kernstat_model::record::RecordedWrites {
+                    syscall: sys.name(false).to_string(),
+                    kind: kind.as_str().to_string(),
+                    slots: slots.to_vec(),
+                    bytes: *bytes,
+                },
+            )
+            .collect();
+        (self.last_runq.clone(), writes)
     }
 }
 

@@ -105,15 +105,21 @@ impl Recorder {
         self.interval
     }
 
-    /// Records one frame from the daemon's latest model, if one is due by `now`.
-    pub fn maybe_record(&mut self, model: &Model, now: Instant) {
+    /// Records one frame from the daemon's latest model (and the kernel histograms the
+    /// metrics sources hold, with --collect), if one is due by `now`.
+    pub fn maybe_record(
+        &mut self,
+        model: &Model,
+        metrics: Option<&crate::exporter::MetricsSources>,
+        now: Instant,
+    ) {
         if now < self.next_due {
             return;
         }
         while self.next_due <= now {
             self.next_due += self.interval;
         }
-        if let Err(e) = self.record(model) {
+        if let Err(e) = self.record(model, metrics) {
             if !self.failing {
                 eprintln!(
                     "kernstat daemon: recording to {} stopped: {e:#} (the samples already written are kept; retrying at every sample)",
@@ -127,7 +133,11 @@ impl Recorder {
         }
     }
 
-    fn record(&mut self, model: &Model) -> anyhow::Result<()> {
+    fn record(
+        &mut self,
+        model: &Model,
+        metrics: Option<&crate::exporter::MetricsSources>,
+    ) -> anyhow::Result<()> {
         let time_unix_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -172,6 +182,7 @@ impl Recorder {
                 e.cmd = c.clone();
             }
         }
+        let (runqlat_us, writes) = metrics.map(|m| m.recorded()).unwrap_or_default();
         let frame = Frame {
             time_unix_ns,
             boot_ns,
@@ -180,6 +191,8 @@ impl Recorder {
             exited,
             exits_lost: lost_now - self.exits_lost,
             exits_source: if self.exits.is_some() { "bpf" } else { "" }.into(),
+            runqlat_us,
+            writes,
         };
         self.exits_lost = lost_now;
         self.commands = commands;

@@ -176,6 +176,12 @@ pub fn snapshot(r: &ReplayArgs, at: &str, json: bool) -> anyhow::Result<i32> {
             o.insert("recorded_at".into(), local_stamp(frame.time_unix_ns).into());
             o.insert("recorded_unix_ns".into(), frame.time_unix_ns.into());
             o.insert("exited".into(), serde_json::to_value(&frame.exited)?);
+            if let Some(h) = &frame.runqlat_us {
+                o.insert("runqlat_us".into(), serde_json::to_value(h)?);
+            }
+            if !frame.writes.is_empty() {
+                o.insert("writes".into(), serde_json::to_value(&frame.writes)?);
+            }
         }
         serde_json::to_writer(&mut out, &v)?;
         writeln!(out)?;

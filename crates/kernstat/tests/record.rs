@@ -31,6 +31,10 @@ struct Recording {
 
 impl Recording {
     fn start(archive: &Path, interval: &str) -> Recording {
+        Self::start_with(archive, interval, &[])
+    }
+
+    fn start_with(archive: &Path, interval: &str, extra: &[&str]) -> Recording {
         let run = tempfile::tempdir().unwrap();
         let child = command()
             .args(["daemon", "--socket"])
@@ -38,6 +42,7 @@ impl Recording {
             .args(["--interval", interval, "--record"])
             .arg(archive)
             .args(["--record-interval", interval])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -404,6 +409,64 @@ fn exports_load_in_promtool_and_csv_has_a_row_per_process() {
             .count(),
         frames.len(),
         "{dumped}"
+    );
+}
+
+#[test]
+fn with_collect_the_kernel_histograms_are_recorded_too() {
+    if !bpf_gate() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    let extra = ["--metrics", "127.0.0.1:0", "--collect", "runqlat,writes"];
+    let _rec = Recording::start_with(&archive, "0.3", &extra);
+    wait_for("two recorded samples", 20, || dump(&archive).len() >= 2);
+    let first = dump(&archive).pop().unwrap();
+    let written = |f: &Value| -> u64 {
+        f["writes"]
+            .as_array()
+            .map(|w| {
+                w.iter()
+                    .filter(|s| s["syscall"] == "write" && s["kind"] == "file")
+                    .map(|s| s["bytes"].as_u64().unwrap())
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    let runs = |f: &Value| -> u64 {
+        f["runqlat_us"]
+            .as_array()
+            .map_or(0, |h| h.iter().map(|c| c.as_u64().unwrap()).sum())
+    };
+    // 4 MiB in 64 KiB write(2) calls to a file, then the writer waits.
+    let _writer = kernstat_testkit::Workload::start(&[
+        "write",
+        "4194304",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    let t = Instant::now();
+    let last = loop {
+        let f = dump(&archive).pop().unwrap();
+        if written(&f) >= written(&first) + 4_194_304 {
+            break f;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the writer's 4 MiB never recorded: {} then {}",
+            written(&first),
+            written(&f)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        runs(&last) > runs(&first),
+        "run-queue latency recorded and growing"
+    );
+    assert_eq!(
+        last["runqlat_us"].as_array().unwrap().len(),
+        kernstat_model::hist::SLOTS,
+        "every slot of the histogram"
     );
 }
 
