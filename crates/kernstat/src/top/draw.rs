@@ -842,6 +842,10 @@ pub(crate) const HELP: &[(&str, &str)] = &[
     ),
     ("] (F8) / [ (F7)", "nice +1 / -1 (lowering needs root)"),
     ("+ / -", "refresh slower / faster"),
+    (
+        "t / T / b (with --at)",
+        "a recorded moment: next sample / previous / jump to a time (tree: F5)",
+    ),
     ("? h (F1)", "this help"),
     ("q (F10) Ctrl-C", "quit"),
 ];
