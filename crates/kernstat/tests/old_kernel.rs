@@ -42,7 +42,7 @@ echo "WRERR $(cat /tmp/wr.err)"
 echo "PINNED $(cat /sys/fs/bpf/ks/ps_v3 | head -c 4)"
 kill $busy
 ip link set lo up
-/bin/kernstat daemon --socket /tmp/ks.sock --interval 0.5 >/tmp/d.out 2>/tmp/d.err &
+/bin/kernstat daemon --socket /tmp/ks.sock --interval 0.5 --record /tmp/rec --record-interval 0.5 >/tmp/d.out 2>/tmp/d.err &
 d=$!
 i=0; while [ ! -S /tmp/ks.sock ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 /bin/ks-workload net-recv tcp 4000000 stay >/tmp/recv.out &
@@ -58,6 +58,12 @@ echo "NETGOT $(tail -1 /tmp/recv.out)"
 echo "NETSNAP $(/bin/kernstat get snapshot --socket /tmp/ks.sock --format json)"
 echo "NETDERR $(cat /tmp/d.err)"
 echo "NETDOCTOR $(/bin/kernstat doctor --json)"
+/bin/ks-workload burn-exit 1 300 &
+bp=$!
+wait $bp
+sleep 1.5
+echo "BURNPID $bp"
+echo "RECX $(/bin/kernstat dump --archive /tmp/rec --format csv | awk -F, -v p=$bp '$3 == p && $6 == "X" {print $9}')"
 kill $s $r $d
 "#;
 
@@ -325,8 +331,19 @@ fn sampler_loads_and_agrees_with_proc_on_linux_6_1() {
     );
     let derr = field(&stdout, "NETDERR");
     assert!(
-        derr.starts_with("kernstat daemon: listening") && !derr.contains("unavailable"),
-        "the daemon says only that it listens: {derr}"
+        derr.starts_with("kernstat daemon: listening")
+            && !derr.contains("unavailable")
+            && !derr.contains("will not be recorded"),
+        "the daemon says only that it listens (the exits hook loads on 6.1): {derr}"
+    );
+    // The flight recorder on 6.1: a process that burned 300 ms and ended between two
+    // samples is recorded with that CPU time (the exit hook reads signal_struct there).
+    let ended: u64 = field(&stdout, "RECX")
+        .parse()
+        .unwrap_or_else(|_| panic!("the ended process in the record: {stdout}"));
+    assert!(
+        (290_000_000..=400_000_000).contains(&ended),
+        "recorded {ended} ns of CPU for a 300 ms burn"
     );
     let snap: Value = serde_json::from_str(field(&stdout, "NETSNAP")).unwrap();
     let snap = &snap["snapshot"];
