@@ -370,7 +370,9 @@ impl CgroupReader {
                     .unwrap_or_default(),
             );
         }
-        let controllers = dir.controllers.clone().unwrap_or_default();
+        // Taken out while the files are read (they borrow `dir` mutably), put back
+        // below: no copy per group per reading.
+        let controllers = dir.controllers.take().unwrap_or_default();
         let has = |c: &[u8]| fields(&controllers).any(|f| f == c);
         g.read_ns = crate::monotonic_ns();
         if let Some(b) = dir.read(buf, c"cpu.stat", retry) {
@@ -478,6 +480,7 @@ impl CgroupReader {
             m.high = limits.mem_high;
         }
         g.pids_max = limits.pids_max;
+        dir.controllers = Some(controllers);
         g
     }
 }

@@ -47,3 +47,10 @@ pub fn monotonic_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// CLOCK_BOOTTIME in nanoseconds: the clock of task start times (start_boottime) and of
+/// bpf_ktime_get_boot_ns().
+pub fn boottime_ns() -> u64 {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

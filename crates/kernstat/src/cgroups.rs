@@ -182,11 +182,7 @@ fn normalize(p: &str) -> String {
 
 /// Sums every process's socket bytes into its group and the group's ancestors.
 fn add_network(groups: &mut [CgroupRate], net: &NetInterval, no_bpf: bool) -> anyhow::Result<()> {
-    let mut source = TaskSource::open(
-        no_bpf,
-        std::path::Path::new(kernstat_bpf::ps::DEFAULT_PIN_DIR),
-        false,
-    )?;
+    let mut source = TaskSource::open(no_bpf, &crate::tasks::pin_dir(), false)?;
     let want = Want {
         cmdline: false,
         cgroup: true,

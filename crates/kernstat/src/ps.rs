@@ -103,7 +103,7 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
             (second, Some(cpu))
         }
     };
-    let now_boot = boottime_ns();
+    let now_boot = kernstat_sources::boottime_ns();
     let want_names = args.json || columns.contains(&Column::User);
     let mut rows = rows(
         &tasks,
@@ -306,11 +306,6 @@ fn cmp_opt(a: Option<f64>, b: Option<f64>) -> std::cmp::Ordering {
         (Some(a), Some(b)) => a.total_cmp(&b),
         (a, b) => a.is_some().cmp(&b.is_some()),
     }
-}
-
-fn boottime_ns() -> u64 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn terminal_width() -> Option<usize> {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use kernstat_bpf::exits::Exits;
-use kernstat_model::ps::{command_line, PsRow, RowExtras, TaskRow};
+use kernstat_model::ps::{PsRow, RowExtras};
 use kernstat_model::record::{Frame, ProcDetail};
 use kernstat_model::Model;
 use kernstat_record::{Retention, Writer};
@@ -72,7 +72,7 @@ impl Recorder {
         )
         .with_context(|| format!("--record {}", dir.display()))?;
         let no_bpf = args.source.no_bpf;
-        let tasks = TaskSource::open(no_bpf, Path::new(kernstat_bpf::ps::DEFAULT_PIN_DIR), true)?;
+        let tasks = TaskSource::open(no_bpf, &crate::tasks::pin_dir(), true)?;
         let exits = if no_bpf {
             None
         } else {
@@ -142,7 +142,7 @@ impl Recorder {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
-        let boot_ns = boottime_ns();
+        let boot_ns = kernstat_sources::boottime_ns();
         let tasks = self
             .tasks
             .read(false, WANT, &mut self.procfs_extra)
@@ -152,7 +152,7 @@ impl Recorder {
             let key = (t.pid, t.start_ns);
             let cmd = match self.commands.remove(&key) {
                 Some(c) => c,
-                None => read_command_line(t),
+                None => crate::tasks::read_command_line(t),
             };
             commands.insert(key, cmd);
         }
@@ -261,17 +261,4 @@ fn hand_over(dir: &Path, uid: u32, gid: u32) -> anyhow::Result<()> {
         .map_err(std::io::Error::from)
         .with_context(ctx)?;
     Ok(())
-}
-
-/// /proc/PID/cmdline as `ps` shows it (`[comm]` for a kernel thread, or when it cannot
-/// be read).
-fn read_command_line(t: &TaskRow) -> String {
-    let mut row = t.clone();
-    row.cmdline = std::fs::read(format!("/proc/{}/cmdline", t.pid)).unwrap_or_default();
-    command_line(&row)
-}
-
-fn boottime_ns() -> u64 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

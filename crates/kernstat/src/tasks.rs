@@ -93,3 +93,36 @@ impl TaskSource {
         }
     }
 }
+
+/// Where a pinned iterator is looked for by commands without a --pin-dir flag (cgroups,
+/// the daemon's recorder): KERNSTAT_PIN_DIR, as `ps` and `top` read it, else the default.
+pub fn pin_dir() -> std::path::PathBuf {
+    std::env::var_os("KERNSTAT_PIN_DIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| bpf_ps::DEFAULT_PIN_DIR.into(), Into::into)
+}
+
+/// Bytes of a command line kept, as the iterator (KS_PS_CMDLINE_MAX in bpf/ps.h) and
+/// the procfs reader's buffer keep: any user can make theirs megabytes long.
+const CMDLINE_MAX: u64 = 4096;
+
+/// A process's command line as `ps` shows it, read from /proc/PID/cmdline (at most
+/// CMDLINE_MAX bytes, "…" when cut); `[comm]` for kernel threads and for processes
+/// without one (zombies). For `top` and the recorder, which read it once per process.
+pub fn read_command_line(t: &TaskRow) -> String {
+    use std::io::Read;
+    if t.kthread {
+        return format!("[{}]", t.comm);
+    }
+    let mut bytes = Vec::new();
+    if let Ok(f) = std::fs::File::open(format!("/proc/{}/cmdline", t.pid)) {
+        let _ = f.take(CMDLINE_MAX + 1).read_to_end(&mut bytes);
+    }
+    let cut = bytes.len() as u64 > CMDLINE_MAX;
+    bytes.truncate(CMDLINE_MAX as usize);
+    kernstat_model::ps::command_line(&TaskRow {
+        cmdline: bytes,
+        cmdline_cut: cut,
+        ..t.clone()
+    })
+}

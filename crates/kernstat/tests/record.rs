@@ -87,6 +87,13 @@ fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
     }
 }
 
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
 fn rusage_cpu_ns(u: &libc::rusage) -> u64 {
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
     tv(u.ru_utime) + tv(u.ru_stime)
@@ -104,6 +111,7 @@ fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
         !dump(&archive).is_empty()
     });
     // One CPU for 2 s, then exit: shorter than the 5 s between samples.
+    let spawned_at = unix_ns();
     let child = Command::new(workload_bin())
         .args(["burn-exit", "1", "2000"])
         .spawn()
@@ -120,6 +128,7 @@ fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
         usage
     };
     std::mem::forget(child);
+    let reaped_at = unix_ns();
     let charged = rusage_cpu_ns(&usage);
     let mut frame = Value::Null;
     wait_for("the sample after the exit", 20, || {
@@ -147,6 +156,12 @@ fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
         "recorded {cpu} ns, the kernel charged {charged} ns"
     );
     assert_eq!(e["ppid"], std::process::id());
+    // Its exit time (boot clock turned into wall time) lies between our spawn and reap.
+    let exit_at = e["exit_unix_ns"].as_u64().unwrap();
+    assert!(
+        (spawned_at..=reaped_at).contains(&exit_at),
+        "exit at {exit_at}, spawned {spawned_at}, reaped {reaped_at}"
+    );
     assert_eq!(e["comm"], "ks-workload");
     assert!(frame["processes"].as_array().unwrap().len() > 10);
     assert!(
@@ -410,6 +425,35 @@ fn exports_load_in_promtool_and_csv_has_a_row_per_process() {
         frames.len(),
         "{dumped}"
     );
+}
+
+#[test]
+fn a_command_line_of_any_length_is_kept_to_4096_bytes() {
+    // Any user can make theirs megabytes long; the archive keeps what ps shows.
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    let long = "x".repeat(100_000);
+    let mut sh = Command::new("sh")
+        .args(["-c", "sleep 30; :", &long])
+        .spawn()
+        .unwrap();
+    let pid = sh.id();
+    let _rec = Recording::start(&archive, "0.3");
+    let mut cmd = String::new();
+    wait_for("the long command line recorded", 20, || {
+        cmd = dump(&archive)
+            .iter()
+            .flat_map(|f| f["processes"].as_array().unwrap().clone())
+            .find(|p| p["pid"] == pid)
+            .and_then(|p| p["cmd"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        !cmd.is_empty()
+    });
+    let _ = sh.kill();
+    let _ = sh.wait();
+    assert!(cmd.starts_with("sh -c sleep 30; : xxx"), "{cmd:.60}");
+    assert!(cmd.ends_with('…'), "cut, and said so");
+    assert!(cmd.len() <= 4096 + '…'.len_utf8(), "{} bytes", cmd.len());
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use kernstat_bpf::net::Net;
 use kernstat_model::net::{link_rates, proc_rates, KindRate, LinkRate, NetSample};
-use kernstat_model::ps::{command_line, TaskRow};
+use kernstat_model::ps::TaskRow;
 use kernstat_model::{CoreTimes, Hardware, MemInfo, Psi, SystemSample};
 use kernstat_sources::cgroup::CgroupPaths;
 use kernstat_sources::users::UserNames;
@@ -322,13 +322,13 @@ impl Sampler {
             },
             ppid: t.ppid,
             comm: Rc::from(t.comm.as_str()),
-            cmd: Rc::from(read_command_line(t)),
+            cmd: Rc::from(crate::tasks::read_command_line(t)),
             seen: generation,
         });
         if &*known.comm != t.comm.as_str() {
             // An exec: a new command line under the same pid and start time.
             known.comm = Rc::from(t.comm.as_str());
-            known.cmd = Rc::from(read_command_line(t));
+            known.cmd = Rc::from(crate::tasks::read_command_line(t));
         }
         let was = std::mem::replace(&mut known.before, now);
         known.ppid = t.ppid;
@@ -393,18 +393,4 @@ impl Sampler {
         self.known.clear();
         self.at = None;
     }
-}
-
-/// A task's command line as `ps` shows it: /proc/PID/cmdline of its process (`[comm]` for
-/// kernel threads and for processes without one, as zombies).
-fn read_command_line(t: &TaskRow) -> String {
-    if t.kthread {
-        return format!("[{}]", t.comm);
-    }
-    let bytes = std::fs::read(format!("/proc/{}/cmdline", t.pid)).unwrap_or_default();
-    command_line(&TaskRow {
-        cmdline: bytes,
-        cmdline_cut: false,
-        ..t.clone()
-    })
 }
