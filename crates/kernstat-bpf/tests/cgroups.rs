@@ -3,55 +3,22 @@
 //! the iterator against its own cpu.stat read right after, and the tree against the
 //! directories. Runs as root; skips elsewhere, fails under CI=true.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use kernstat_bpf::cgroups::CgroupIter;
 use kernstat_testkit::{bpf_gate, workload_bin};
-
-fn cgroup2() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
-    })
-}
-
-fn usage_us(group: &Path) -> u64 {
-    let s = std::fs::read_to_string(group.join("cpu.stat")).unwrap();
-    s.lines()
-        .find_map(|l| l.strip_prefix("usage_usec "))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-struct Groups(Vec<PathBuf>);
-
-impl Drop for Groups {
-    fn drop(&mut self) {
-        for d in self.0.iter().rev() {
-            for _ in 0..100 {
-                if std::fs::remove_dir(d).is_ok() || !d.exists() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        }
-    }
-}
 
 #[test]
 fn every_group_with_the_cpu_time_its_cpu_stat_shows() {
     if !bpf_gate() {
         return;
     }
-    let mount = cgroup2().expect("a cgroup2 mount");
+    let mount = kernstat_sources::cgroup::cgroup2_mount(&kernstat_sources::Roots::default())
+        .expect("a cgroup2 mount");
     let top = mount.join(format!("kernstat-iter-{}", std::process::id()));
     let busy = top.join("busy");
     let idle = top.join("idle/deeper");
-    let mut made = Groups(vec![]);
+    let mut made = kernstat_testkit::MadeDirs(vec![]);
     for d in [&top, &busy, &top.join("idle"), &idle] {
         std::fs::create_dir(d).unwrap();
         made.0.push(d.clone());
@@ -82,7 +49,7 @@ fn every_group_with_the_cpu_time_its_cpu_stat_shows() {
     use std::os::unix::fs::MetadataExt;
     for (g, dir) in groups.iter().zip([&top, &busy, &top.join("idle"), &idle]) {
         assert_eq!(g.id, std::fs::metadata(dir).unwrap().ino(), "{}", g.name);
-        let file = usage_us(dir) * 1000;
+        let file = kernstat_testkit::cgroup_usage_us(dir) * 1000;
         // Nothing runs in these groups any more: both readings are the same total.
         assert!(
             g.usage_ns.abs_diff(file) < 1_000,

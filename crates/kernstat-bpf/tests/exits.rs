@@ -43,7 +43,13 @@ fn a_process_that_ended_is_recorded_with_what_the_kernel_charged_it() {
     assert_eq!(rec.comm, "ks-workload");
     assert_eq!(rec.exit_code, status);
     assert!(rec.exit_ns > rec.start_ns);
-    assert!(rec.maxrss_bytes > 0);
+    // Peak RSS: the same signal_struct field getrusage reads (ru_maxrss, KiB).
+    let rusage_maxrss = usage.ru_maxrss as u64 * 1024;
+    assert!(
+        rec.maxrss_bytes > 0 && rec.maxrss_bytes.abs_diff(rusage_maxrss) <= rusage_maxrss / 10,
+        "recorded peak RSS {} B, rusage {rusage_maxrss} B",
+        rec.maxrss_bytes
+    );
     // The hook runs before the exit path ends (exit_mm, the last switch): a fraction of
     // a millisecond that rusage includes and the record cannot.
     let diff = charged.abs_diff(rec.cpu_ns) as f64;

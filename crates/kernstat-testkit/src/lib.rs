@@ -566,3 +566,31 @@ pub fn proc_state(pid: u32) -> Option<char> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     s[s.rfind(')')? + 2..].chars().next()
 }
+
+/// Directories a test made in a cgroup hierarchy, removed deepest first on drop (after
+/// the test's processes have left them; a group is removable a moment after its last
+/// task exits, so each removal is retried for up to 2 s).
+pub struct MadeDirs(pub Vec<std::path::PathBuf>);
+
+impl Drop for MadeDirs {
+    fn drop(&mut self) {
+        for d in self.0.iter().rev() {
+            for _ in 0..100 {
+                if std::fs::remove_dir(d).is_ok() || !d.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// A cgroup v2 group's CPU time, µs (its cpu.stat usage_usec): the independent answer
+/// the cgroup tests compare against.
+pub fn cgroup_usage_us(group: &std::path::Path) -> u64 {
+    let s = std::fs::read_to_string(group.join("cpu.stat")).expect("cpu.stat");
+    s.lines()
+        .find_map(|l| l.strip_prefix("usage_usec "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("usage_usec in cpu.stat")
+}

@@ -97,16 +97,6 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn usage_us(group: &Path) -> u64 {
-    let s = std::fs::read_to_string(group.join("cpu.stat")).unwrap();
-    s.lines()
-        .find_map(|l| l.strip_prefix("usage_usec "))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 fn groups(out: &str) -> Vec<Value> {
     out.lines().map(json).collect()
 }
@@ -127,7 +117,10 @@ fn per_group_cpu_follows_cpu_stat_and_the_tree_follows_the_directories() {
         unsafe { libc::setpriority(libc::PRIO_PROCESS, pid, -20) };
     }
     std::thread::sleep(Duration::from_millis(300));
-    let (ua, ub) = (usage_us(&a), usage_us(&b));
+    let (ua, ub) = (
+        kernstat_testkit::cgroup_usage_us(&a),
+        kernstat_testkit::cgroup_usage_us(&b),
+    );
     let start = std::time::Instant::now();
     let (code, out, err) = run(&[
         "cgroups",
@@ -140,7 +133,10 @@ fn per_group_cpu_follows_cpu_stat_and_the_tree_follows_the_directories() {
     ]);
     let secs = start.elapsed().as_secs_f64();
     assert_eq!(code, Some(0), "{err}");
-    let (ua2, ub2) = (usage_us(&a), usage_us(&b));
+    let (ua2, ub2) = (
+        kernstat_testkit::cgroup_usage_us(&a),
+        kernstat_testkit::cgroup_usage_us(&b),
+    );
     let gs = groups(&out);
     let by_path = |p: &str| {
         gs.iter()
@@ -310,7 +306,7 @@ fn the_daemon_serves_each_group_and_prometheus_bounds_them_by_depth() {
     // One interval's figure swings with when the daemon's 0.5 s ticks land on a loaded
     // machine; consecutive intervals' swings cancel. So: the mean of the values served
     // over ~3 s against the group's own cpu.stat over the same 3 s.
-    let (u0, t0) = (usage_us(&a), Instant::now());
+    let (u0, t0) = (kernstat_testkit::cgroup_usage_us(&a), Instant::now());
     let mut served = Vec::new();
     while t0.elapsed() < Duration::from_secs(3) {
         let (code, out, _) = get(&key);
@@ -322,7 +318,9 @@ fn the_daemon_serves_each_group_and_prometheus_bounds_them_by_depth() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let truth = (usage_us(&a) - u0) as f64 / t0.elapsed().as_micros() as f64 * 100.0;
+    let truth = (kernstat_testkit::cgroup_usage_us(&a) - u0) as f64
+        / t0.elapsed().as_micros() as f64
+        * 100.0;
     let mean = served.iter().sum::<f64>() / served.len() as f64;
     assert!(served.len() >= 4, "{served:?}");
     assert!(

@@ -22,22 +22,6 @@ fn mount_of(fstype: &str, option: Option<&str>) -> Option<PathBuf> {
     })
 }
 
-/// Directories the test made, removed (deepest first) on drop, after its processes.
-struct Made(Vec<PathBuf>);
-
-impl Drop for Made {
-    fn drop(&mut self) {
-        for d in self.0.iter().rev() {
-            for _ in 0..100 {
-                if std::fs::remove_dir(d).is_ok() || !d.exists() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        }
-    }
-}
-
 /// The container's side, as a runtime sets it up: cgroupfs mounted again inside the
 /// cgroup namespace (so its root is the container's group), then a workload and
 /// kernstat.
@@ -79,7 +63,7 @@ fn inside_a_pid_and_cgroup_namespace_every_figure_is_the_containers() {
     let cg_mount = v2.unwrap();
     let cg = cg_mount.join(&name);
     std::fs::create_dir(&cg).unwrap();
-    let mut made = Made(vec![cg.clone()]);
+    let mut made = kernstat_testkit::MadeDirs(vec![cg.clone()]);
     // A 512 MiB memory limit where the memory controller is: v1's on a hybrid machine,
     // the same group on a pure v2 one where the root delegates memory.
     let limit: u64 = 512 << 20;

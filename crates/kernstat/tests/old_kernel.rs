@@ -95,25 +95,9 @@ kill $spin $alloc $sib
 
 #[test]
 fn cgroups_on_a_pure_v2_machine_show_throttling_pressure_and_io() {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !gate("root (qemu, apt-get)", root, || "not root".into()) {
+    let Some(stdout) = in_guest(CGROUP_GUEST) else {
         return;
-    }
-    let _one = one_guest();
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("guest.sh");
-    std::fs::write(&script, CGROUP_GUEST).unwrap();
-    let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/oldkernel.sh");
-    let out = Command::new(runner)
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_kernstat"))
-        .arg(env!("CARGO_BIN_EXE_kernstat-full"))
-        .arg(kernstat_testkit::workload_bin())
-        .output()
-        .expect("run scripts/oldkernel.sh");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
+    };
     assert_eq!(field(&stdout, "DD"), "0", "{stdout}");
     assert_eq!(field(&stdout, "CGRC"), "0", "{stdout}");
     assert_eq!(field(&stdout, "CGERR"), "", "{stdout}");
@@ -170,6 +154,35 @@ fn cgroups_on_a_pure_v2_machine_show_throttling_pressure_and_io() {
 }
 
 /// One guest at a time: two TCG guests on a 2-CPU host slow each other down.
+/// Runs `script` in the 6.1 guest (scripts/oldkernel.sh) with kernstat and ks-workload
+/// in it, one guest at a time; its output. None (skipped) without root.
+fn in_guest(script: &str) -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !gate("root (qemu, apt-get)", root, || "not root".into()) {
+        return None;
+    }
+    let _one = one_guest();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("guest.sh");
+    std::fs::write(&path, script).unwrap();
+    let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/oldkernel.sh");
+    let out = Command::new(runner)
+        .arg(&path)
+        .arg(env!("CARGO_BIN_EXE_kernstat"))
+        .arg(env!("CARGO_BIN_EXE_kernstat-full"))
+        .arg(kernstat_testkit::workload_bin())
+        .output()
+        .expect("run scripts/oldkernel.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "oldkernel.sh failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(stdout)
+}
+
 fn one_guest() -> std::sync::MutexGuard<'static, ()> {
     static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     ONE.lock().unwrap_or_else(|e| e.into_inner())
@@ -183,29 +196,9 @@ fn field<'a>(out: &'a str, key: &str) -> &'a str {
 
 #[test]
 fn sampler_loads_and_agrees_with_proc_on_linux_6_1() {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !gate("root (qemu, apt-get)", root, || "not root".into()) {
+    let Some(stdout) = in_guest(GUEST) else {
         return;
-    }
-    let _one = one_guest();
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("guest.sh");
-    std::fs::write(&script, GUEST).unwrap();
-    let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/oldkernel.sh");
-    let out = Command::new(runner)
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_kernstat"))
-        .arg(env!("CARGO_BIN_EXE_kernstat-full"))
-        .arg(kernstat_testkit::workload_bin())
-        .output()
-        .expect("run scripts/oldkernel.sh");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "oldkernel.sh failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    };
     let kernel = field(&stdout, "=== kernel");
     assert!(kernel.starts_with("6.1."), "booted {kernel}");
     assert_eq!(field(&stdout, "RC"), "0", "{stdout}");

@@ -913,7 +913,13 @@ fn a_recorded_moment_replays_with_its_busiest_process_on_top_and_steps() {
     let _ = daemon.wait();
     drop(busy);
     let times = recorded_times(&archive);
-    let args = format!("--at {} --archive {}", times[3], archive.display());
+    // Filtered to the workload: a process of the machine's own that was busier at that
+    // moment must not take the first row (the filter keeps the recorded CPU sort).
+    let args = format!(
+        "--at {} --archive {} --filter 'duty 60'",
+        times[3],
+        archive.display()
+    );
     let pane = top(dir.path(), &args, &[], (160, 40));
     let screen = pane.wait_for("the recorded moment", &|s| s.contains(&times[3]));
     assert!(screen.contains("RECORDED"), "{screen}");
