@@ -12,7 +12,7 @@ run: deps
 test: deps-test
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo test --workspace
+	cargo test --workspace --no-fail-fast
 
 build: deps
 	cargo build --release

@@ -44,6 +44,8 @@ pub struct Collector {
     pub fallback_reason: Option<String>,
     /// Why per-process network is not counted, if it is not.
     pub net_unavailable: Option<String>,
+    /// The last read of the network counters failed (said once until one succeeds).
+    net_failed: bool,
 }
 
 impl Collector {
@@ -83,6 +85,7 @@ impl Collector {
             cgroups: None,
             fallback_reason,
             net_unavailable,
+            net_failed: false,
         })
     }
 
@@ -164,9 +167,15 @@ impl Collector {
         let exact = out.source == Source::Bpf;
         let alive =
             |pid: u32, start: u64| tasks.get(pid).is_some_and(|p| !exact || p.start == start);
-        if net.read(&mut out.net, alive).is_err() {
+        if let Err(e) = net.read(&mut out.net, alive) {
+            if !self.net_failed {
+                eprintln!("kernstat: per-process network: reading the counters failed ({e}); shown as missing until a read succeeds");
+                self.net_failed = true;
+            }
             out.net.attribution = None;
             out.net.procs.clear();
+        } else {
+            self.net_failed = false;
         }
     }
 }

@@ -514,6 +514,7 @@ fn sample_loop(
     let mut last = Instant::now();
     let mut grid = last + FIRST_WINDOW;
     let mut due = grid;
+    let mut failing = false;
     loop {
         let now = Instant::now();
         if due > now {
@@ -527,7 +528,25 @@ fn sample_loop(
             }
         }
         let t0 = Instant::now();
-        collector.sample(&mut cur).context("sampling")?;
+        if let Err(e) = collector.sample(&mut cur) {
+            // A failed sample (descriptors exhausted by someone's thousands of cgroups, a
+            // transient iterator error) never ends the daemon: clients keep the last
+            // figures, said once, and the next grid point tries again.
+            if !failing {
+                eprintln!("kernstat daemon: sampling failed ({e}); serving the last sample and retrying every interval");
+                failing = true;
+            }
+            last = Instant::now();
+            while grid <= last {
+                grid += interval;
+            }
+            due = grid;
+            continue;
+        }
+        if failing {
+            eprintln!("kernstat daemon: sampling resumed");
+            failing = false;
+        }
         model.update(&prev, &cur, opts);
         let sample_us = t0.elapsed().as_secs_f64() * 1e6;
         daemon.publish_system(&model, sample_us);

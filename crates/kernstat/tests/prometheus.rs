@@ -285,18 +285,11 @@ fn prometheus_scrapes_kernstat() {
     }
     std::thread::sleep(Duration::from_secs(2));
 
-    // One 10-second window: /proc/stat and kernstat runqlat beside the daemon.
+    // One 10-second window: /proc/stat beside the daemon.
     let window = 10.0;
-    let rq = common::command()
-        .args(["runqlat", "--json", "10", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     let (busy0, t0) = (proc_stat_busy_ns(), now_s());
     std::thread::sleep(Duration::from_secs_f64(window));
     let (busy1, t1) = (proc_stat_busy_ns(), now_s());
-    let out = rq.wait_with_output().unwrap();
     // Scrapes trail the kernel by up to a sample interval (0.5 s) plus a scrape
     // interval (1 s): query the window that ends that much later.
     std::thread::sleep(Duration::from_secs(2));
@@ -343,32 +336,51 @@ fn prometheus_scrapes_kernstat() {
         "{rss} vs {proc_rss}"
     );
 
-    // The run-queue histogram, ingested as a native histogram.
-    let line: Value = serde_json::from_slice(&out.stdout).expect("runqlat --json");
-    let (rq_p50_us, rq_count) = (
-        line["p50"].as_f64().unwrap(),
-        line["count"].as_f64().unwrap(),
-    );
-    let p50_us = prom.one(
-        "histogram_quantile(0.5, increase(kernstat_runqueue_latency_seconds[10s])) * 1e6",
-        at,
-    );
+    // The run-queue histogram, ingested as a native histogram: the same events that
+    // the endpoint served. Its counters only grow, so a scrape Prometheus took between
+    // two reads of the endpoint holds a count and a sum between those reads' (the same
+    // histogram at the same scrape, not two quantiles of two windows).
+    let (count_a, sum_a, read_a) = runqueue_totals(&e);
+    let scraped_at = loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let ts = prom.one("timestamp(up{job=\"kernstat\"})", now_s());
+        if ts > read_a + 0.05 {
+            break ts;
+        }
+        assert!(now_s() - read_a < 30.0, "no scrape after {read_a}");
+    };
+    let (count_b, sum_b, _) = runqueue_totals(&e);
     let count = prom.one(
-        "histogram_count(increase(kernstat_runqueue_latency_seconds[10s]))",
-        at,
+        "histogram_count(kernstat_runqueue_latency_seconds)",
+        scraped_at,
     );
-    assert!(p50_us.is_finite() && p50_us > 0.0, "p50 {p50_us}");
-    // Native schema 0 buckets are a power of two wide: one bucket either way.
-    assert!(
-        p50_us >= rq_p50_us / 2.0 && p50_us <= rq_p50_us * 2.0,
-        "p50: Prometheus {p50_us:.1} µs, kernstat runqlat {rq_p50_us:.1} µs"
+    let sum = prom.one(
+        "histogram_sum(kernstat_runqueue_latency_seconds)",
+        scraped_at,
     );
-    // Same load, windows aligned within a scrape or two.
+    assert!(count_a > 1000.0, "the load switches: {count_a} events");
     assert!(
-        (count - rq_count).abs() / rq_count < 0.35,
-        "events: Prometheus {count:.0}, kernstat runqlat {rq_count:.0}"
+        count_a <= count && count <= count_b,
+        "events: Prometheus {count} at its scrape, the endpoint {count_a} before it and {count_b} after"
+    );
+    // The sum is a float Prometheus stores as parsed: allow its rounding.
+    let eps = sum_b * 1e-9;
+    assert!(
+        sum_a - eps <= sum && sum <= sum_b + eps,
+        "waited: Prometheus {sum} s at its scrape, the endpoint {sum_a} s before it and {sum_b} s after"
     );
     kernstat_testkit::terminate(&mut load);
+}
+
+/// The run-queue histogram's event count and summed wait as the endpoint serves them now,
+/// and when the answer had arrived (Unix seconds).
+fn runqueue_totals(e: &Exporter) -> (f64, f64, f64) {
+    let text = e.scrape();
+    let t = now_s();
+    let count = series(&text, "kernstat_runqueue_latency_seconds_count", "")
+        .unwrap_or_else(|| panic!("no run-queue count in {text:.300}"));
+    let sum = series(&text, "kernstat_runqueue_latency_seconds_sum", "").unwrap();
+    (count, sum, t)
 }
 
 /// Sends raw bytes and returns whatever the server answers before closing or `wait`.

@@ -419,54 +419,63 @@ fn agrees_with_libbpf_tools_runqlat_idle_and_loaded() {
 }
 
 /// sum_exec_runtime, run_delay (ns waiting on a run queue), pcount (times run).
-fn schedstat(pid: u32) -> Bucket {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap();
-    let v: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
-    (v[0], v[1], v[2])
-}
-
 #[test]
 fn a_pid_filter_sees_that_process_only_and_all_of_it() {
     let _one = serial();
     if !gates(&["stress-ng", "taskset"]) {
         return;
     }
-    // Three spinning workers on one CPU: each is preempted all the time.
-    let load = Load::start(&[
-        "taskset",
-        "-c",
-        "0",
-        "stress-ng",
-        "--cpu",
-        "3",
-        "--timeout",
-        "30",
-    ]);
-    let workers = load.workers();
-    let target = workers[0];
-    let before = schedstat(target);
-    let v = json_intervals(&["-p", &target.to_string(), "-L", "2", "1"]);
-    let after = schedstat(target);
-    let per = v[0]["per"].as_array().unwrap();
-    assert!(!per.is_empty(), "events for {target}");
-    for e in per {
-        assert_eq!(e["key"], target, "only the filtered process's threads: {e}");
-    }
-    // The scheduler counts every time the task ran (pcount): each of those is one
-    // run-queue latency event; our window is slightly shorter than the two reads.
-    let ours = v[0]["count"].as_u64().unwrap() as f64;
-    let runs = (after.2 - before.2) as f64;
-    assert!(
-        ours <= runs * 1.02 && ours >= runs * 0.80,
-        "events {ours} vs pcount delta {runs}"
+    // Other processes switching all the time (what the filter must leave out), and the
+    // ping-pong on CPU 0: a process that runs only between "go" and "done", so the
+    // scheduler's own counts of its threads (schedstat) read before and after cover
+    // exactly the events the tracer, attached all along, must see.
+    let _load = Load::start(&["stress-ng", "--switch", "1", "--timeout", "60"]);
+    let round_trips = 2_000;
+    let mut w = PingPong::start(round_trips);
+    let pid = w.0.pid();
+    let tids: Vec<u64> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_str().unwrap().parse().unwrap())
+        .collect();
+    let tracer = Tracer::start(
+        kernstat(),
+        &["runqlat", "--json", "-L", "-p", &pid.to_string()],
     );
-    // And the time it waited (run_delay) is what the histogram adds up to: check the
-    // median against the mean wait, which for a round-robin of 3 on a CPU is ~2 slices.
-    let mean_wait_us = (after.1 - before.1) as f64 / runs / 1000.0;
-    let p50 = v[0]["p50"].as_f64().unwrap();
+    let before = kernstat_testkit::process_schedstat(pid);
+    w.0.go();
+    let after = kernstat_testkit::process_schedstat(pid);
+    let v = common::json(tracer.stop().trim());
+    let per = v["per"].as_array().unwrap();
+    assert!(!per.is_empty(), "events for {pid}");
+    for e in per {
+        assert!(
+            tids.contains(&e["key"].as_u64().unwrap()),
+            "only the filtered process's threads {tids:?}: {e}"
+        );
+    }
+    // Every run of its threads the scheduler counted (pcount) is one event: the same
+    // number, but for the workload's own last moments around "done" (a preemption just
+    // after the second read).
+    let buckets = ours_buckets(&v);
+    let ours: u64 = buckets.iter().map(|b| b.2).sum();
+    let runs = after.2 - before.2;
+    let odd = ours.abs_diff(runs);
     assert!(
-        p50 > mean_wait_us / 4.0 && p50 < mean_wait_us * 4.0,
-        "p50 {p50} us vs mean wait {mean_wait_us} us"
+        ours >= 2 * round_trips && odd <= 5,
+        "events {ours}, schedstat runs {runs}, wake-ups {}",
+        2 * round_trips
+    );
+    // The time it waited to run (run_delay) is what the histogram's events add up to:
+    // between the sum of its buckets' lower bounds and of their upper bounds (µs), give
+    // or take the odd events at the edges, each no longer than the largest bucket.
+    let waited_us = (after.1 - before.1) as f64 / 1000.0;
+    let lower: f64 = buckets.iter().map(|b| (b.0 * b.2) as f64).sum();
+    let upper: f64 = buckets.iter().map(|b| ((b.1 + 1) * b.2) as f64).sum();
+    eprintln!("{ours} events, {runs} runs; waited {waited_us:.0} µs in {lower:.0}..{upper:.0}");
+    let edge = buckets.iter().map(|b| b.1 + 1).max().unwrap_or(0) as f64 * (odd + 1) as f64;
+    assert!(
+        lower - edge <= waited_us && waited_us <= upper + edge,
+        "run_delay {waited_us:.0} µs, buckets add up to {lower:.0}..{upper:.0} µs"
     );
 }
 

@@ -6,6 +6,8 @@
 //!   ks-workload burn THREADS MS [EXITED_THREADS EXITED_MS]
 //!       first EXITED_THREADS threads burn EXITED_MS each and exit; then THREADS threads
 //!       burn MS each and stay alive (parked)
+//!   ks-workload rusage CMD ARGS...   run CMD, reap it with wait4, print "rusage PID CPU_NS
+//!                                    MAXRSS_BYTES" (what the kernel charged it)
 //!   ks-workload spin                 print "ready", then burn one CPU until killed
 //!   ks-workload trickle RATE SIZE PATH  print "ready", then write SIZE bytes RATE times a second
 //!   ks-workload reaper MS PERIOD_MS  print "ready", then every PERIOD_MS fork a child that
@@ -156,6 +158,30 @@ fn main() {
                     std::thread::sleep(d);
                 }
             }
+        }
+        Some("rusage") => {
+            // Runs the rest of the arguments as a child, reaps it with wait4 and prints
+            // "rusage PID CPU_NS MAXRSS_BYTES": what the kernel charged it over its whole
+            // life (a guest without a Rust test harness compares the exits hook with it).
+            let child = std::process::Command::new(&args[2])
+                .args(&args[3..])
+                .spawn()
+                .expect("ks-workload rusage: start the command");
+            let pid = child.id() as i32;
+            // SAFETY: wait4 on our own child with valid out-pointers.
+            let usage = unsafe {
+                let mut status = 0;
+                let mut usage: libc::rusage = std::mem::zeroed();
+                assert_eq!(libc::wait4(pid, &mut status, 0, &mut usage), pid);
+                usage
+            };
+            std::mem::forget(child);
+            let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+            println!(
+                "rusage {pid} {} {}",
+                tv(usage.ru_utime) + tv(usage.ru_stime),
+                usage.ru_maxrss as u64 * 1024
+            );
         }
         Some("burn-exit") => {
             // THREADS threads each burn MS of their own CPU time and end, then the process
