@@ -244,6 +244,7 @@ struct task_struct {
 	struct list_head thread_node;
 	__u64 start_time;
 	__u64 start_boottime;
+	const struct cred *real_cred;
 	const struct cred *cred;
 	char comm[16];
 	struct signal_struct *signal;

@@ -173,6 +173,9 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	rec.write_bytes = g.write_bytes + sig->ioac.write_bytes;
 	rec.rss_pages = ks_mm_rss_pages(task->mm);
 	rec.nr_threads = sig->nr_threads;
+	rec.uid = BPF_CORE_READ(task, real_cred, uid.val);
+	rec.euid = BPF_CORE_READ(task, cred, euid.val);
+	rec._pad2 = 0;
 	__builtin_memcpy(rec.comm, task->comm, KS_COMM_LEN);
 	bpf_seq_write(seq, &rec, sizeof(rec));
 	return 0;

@@ -42,6 +42,11 @@ struct ks_proc_rec {
 	/* Resident pages (file + anon + shmem), as /proc/PID/statm field 2. */
 	__u64 rss_pages;
 	__u32 nr_threads;
+	/* Real and effective uid of the leader (in the initial user namespace): whose
+	 * process it is, for showing its I/O and network counters only to that user and
+	 * root (as /proc/PID/io's ptrace rule does). */
+	__u32 uid;
+	__u32 euid;
 	__u32 _pad2;
 	char comm[KS_COMM_LEN];
 };

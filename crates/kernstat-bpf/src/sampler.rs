@@ -211,5 +211,7 @@ fn proc_sample(r: &ks_proc_rec, page_size: u64) -> ProcSample {
         has_d_thread: r.flags & FLAG_D_THREAD != 0,
         kthread: r.flags & FLAG_KTHREAD != 0,
         comm: Comm::from_bytes(&comm),
+        uid: r.uid,
+        euid: r.euid,
     }
 }

@@ -36,6 +36,15 @@ impl Entry {
         }
     }
 
+    /// A value computed from a sample taken at `updated`, not kept in the cache (an
+    /// answer made for one asker).
+    pub fn made_at(json: Vec<u8>, updated: Instant) -> Entry {
+        Entry {
+            updated,
+            ..Entry::made(json)
+        }
+    }
+
     /// A failure made now that is not in the cache (a read that timed out).
     pub fn failed(why: &str) -> Entry {
         Entry {

@@ -126,6 +126,14 @@ pub struct CgroupSample {
     /// Figures the group lacks, each with why ("memory: no memory controller in this
     /// cgroup v2 hierarchy (hybrid: it is on cgroup v1)").
     pub missing: Vec<String>,
+    /// Child groups not read (past the reader's bounds on groups, or no descriptor
+    /// left): their figures are in this group's, which count its whole subtree.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub truncated: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A whole reading: every group, parents before children, and when.
@@ -209,6 +217,10 @@ pub struct CgroupRate {
     pub net: Option<CgroupNet>,
     /// Figures the group lacks, and why.
     pub missing: Vec<String>,
+    /// Child groups not read (past the reader's bounds): their figures are in this
+    /// group's.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub truncated: u32,
     /// The cumulative CPU counters as read at the end (for Prometheus' counters).
     pub cpu: CgroupCpu,
 }
@@ -298,6 +310,7 @@ pub fn rate(before: Option<&CgroupSample>, now: &CgroupSample, dt: f64) -> Cgrou
         ],
         net: None,
         missing: now.missing.clone(),
+        truncated: now.truncated,
         cpu: now.cpu,
     }
 }

@@ -24,7 +24,7 @@ pub use model::{
 };
 pub use raw::{
     BatterySample, Comm, CoreTimes, GpuDriver, GpuSample, Hardware, MemInfo, ProcSample, Psi,
-    PsiLine, RawSample, Source, SystemSample, TaskName, TaskTable,
+    PsiLine, RawSample, Source, SystemSample, TaskName, TaskTable, Viewer,
 };
 pub use text::ShortStr;
 pub use top::{Top, TopEntry};

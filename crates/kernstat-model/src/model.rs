@@ -54,6 +54,14 @@ pub struct ProcRate {
     /// Payload bytes sent since then.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub net_tx_bytes: Option<u64>,
+    /// Real uid.
+    pub uid: u32,
+    /// Effective uid.
+    pub euid: u32,
+    /// Its I/O and network counters are not shown to this reader (not their process:
+    /// see [`crate::Viewer`]); they read 0 and absent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub counters_hidden: bool,
 }
 
 fn ser_state<S: serde::Serializer>(state: &u8, s: S) -> Result<S::Ok, S::Error> {
@@ -352,6 +360,51 @@ impl Model {
         self.apply_thresholds(&opts.thresholds);
     }
 
+    /// The same model as `viewer` may read it: the I/O and network counters of every
+    /// process that is not theirs zeroed (and marked), and the top lists by I/O and by
+    /// network made again from what is left. Machine and group figures stay.
+    pub fn restrict_counters(&mut self, viewer: crate::Viewer) {
+        if viewer == crate::Viewer::Everyone {
+            return;
+        }
+        self.top_io.clear();
+        let mut net_top = crate::top::Top::<TOP_N>::default();
+        for r in self.procs.iter_mut() {
+            if !viewer.may_see(r.uid, r.euid) {
+                r.counters_hidden = true;
+                r.read_bps = 0.0;
+                r.write_bps = 0.0;
+                r.read_bytes = 0;
+                r.write_bytes = 0;
+                r.net_rx_bps = None;
+                r.net_tx_bps = None;
+                r.net_rx_bytes = None;
+                r.net_tx_bytes = None;
+                continue;
+            }
+            if r.kthread && !self.include_kthreads {
+                continue;
+            }
+            let entry = |value: f64, extra: f64| TopEntry {
+                pid: r.pid,
+                comm: r.comm,
+                value,
+                extra,
+            };
+            if r.read_bps + r.write_bps > 0.0 {
+                self.top_io
+                    .offer(entry(r.read_bps + r.write_bps, r.write_bps));
+            }
+            let (rx, tx) = (r.net_rx_bps.unwrap_or(0.0), r.net_tx_bps.unwrap_or(0.0));
+            if rx + tx > 0.0 {
+                net_top.offer(entry(rx + tx, tx));
+            }
+        }
+        if let Some(n) = self.net.as_mut() {
+            n.top = net_top;
+        }
+    }
+
     /// Recomputes the alert level with other thresholds (a bar reading the daemon's
     /// model applies its own --warn and --crit).
     pub fn apply_thresholds(&mut self, t: &Thresholds) {
@@ -407,6 +460,9 @@ impl Model {
                 net_tx_bps: None,
                 net_rx_bytes: None,
                 net_tx_bytes: None,
+                uid: p.uid,
+                euid: p.euid,
+                counters_hidden: false,
             };
             self.procs.push(r);
 
@@ -587,6 +643,49 @@ mod tests {
         assert!((m.procs[1].cpu_percent - 20.0).abs() < 1e-9);
         let top: Vec<u32> = m.top_cpu.as_slice().iter().map(|e| e.pid).collect();
         assert_eq!(top, vec![10, 20]);
+    }
+
+    #[test]
+    fn counters_go_to_their_owner_and_root_only() {
+        let mut a = proc(10, 1, 0, 5);
+        a.uid = 1000;
+        a.euid = 1000;
+        let mut b = proc(20, 1, 0, 5);
+        b.uid = 1001;
+        b.euid = 1001;
+        let mut setuid = proc(30, 1, 0, 5);
+        setuid.uid = 1000;
+        setuid.euid = 0;
+        let before = sample(0, 0, vec![a, b, setuid]);
+        for p in [&mut a, &mut b, &mut setuid] {
+            p.write_bytes = 1 << 20;
+        }
+        let after = sample(1_000_000_000, 0, vec![a, b, setuid]);
+        let mut m = Model::default();
+        m.update(&before, &after, &ModelOptions::default());
+        let io_top =
+            |m: &Model| -> Vec<u32> { m.top_io.as_slice().iter().map(|e| e.pid).collect() };
+        assert_eq!(io_top(&m), [10, 20, 30]);
+        let mut mine = m.clone();
+        mine.restrict_counters(crate::Viewer::Uid(1000));
+        assert_eq!(io_top(&mine), [10], "a setuid process is root's to inspect");
+        assert!(!mine.procs[0].counters_hidden);
+        assert!(mine.procs[1].counters_hidden && mine.procs[1].write_bytes == 0);
+        assert!(mine.procs[2].counters_hidden);
+        let mut root = m.clone();
+        root.restrict_counters(crate::Viewer::Uid(0));
+        assert_eq!(io_top(&root), [10, 20, 30]);
+        let mut public = m.clone();
+        public.restrict_counters(crate::Viewer::Nobody);
+        assert!(public.top_io.is_empty());
+        assert!(public
+            .procs
+            .iter()
+            .all(|p| p.counters_hidden && p.write_bps == 0.0));
+        assert_eq!(
+            public.procs[1].rss_bytes, 5,
+            "what /proc/PID/stat shows stays"
+        );
     }
 
     #[test]

@@ -62,9 +62,20 @@ pub struct ProcSample {
     pub kthread: bool,
     /// Command name.
     pub comm: Comm,
+    /// Real uid.
+    pub uid: u32,
+    /// Effective uid: a process whose uids differ (setuid) is nobody's but root's to
+    /// inspect, as /proc/PID/io's ptrace rule has it.
+    pub euid: u32,
 }
 
 impl ProcSample {
+    /// Whether `viewer` may see this process's I/O and network counters: root, or the
+    /// user it runs as (real and effective uid), as /proc/PID/io allows.
+    pub fn counters_visible_to(&self, viewer: Viewer) -> bool {
+        viewer.may_see(self.uid, self.euid)
+    }
+
     /// In uninterruptible sleep (the process or one of its threads).
     pub fn is_blocked(&self) -> bool {
         self.state == b'D' || self.has_d_thread
@@ -73,6 +84,32 @@ impl ProcSample {
     /// A zombie: exited, not yet reaped by its parent.
     pub fn is_zombie(&self) -> bool {
         self.state == b'Z'
+    }
+}
+
+/// Who is looking at per-process I/O and network counters (shared/security N4: the
+/// kernel shows /proc/PID/io only to the process's own user and root, since
+/// CVE-2011-2495: byte counts leak the lengths of typed passwords).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Viewer {
+    /// Root, or a view only its owner reads: every counter.
+    #[default]
+    Everyone,
+    /// A user: their own processes' counters only.
+    Uid(u32),
+    /// Anyone at all (a world-readable snapshot, /metrics): no process's counters.
+    Nobody,
+}
+
+impl Viewer {
+    /// Whether this viewer may see the counters of a process with these uids.
+    pub fn may_see(self, uid: u32, euid: u32) -> bool {
+        match self {
+            Viewer::Everyone => true,
+            Viewer::Uid(0) => true,
+            Viewer::Uid(v) => uid == v && euid == v,
+            Viewer::Nobody => false,
+        }
     }
 }
 

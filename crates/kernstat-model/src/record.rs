@@ -133,6 +133,32 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// Makes every text another user (or whoever wrote the archive) controls safe to
+    /// show: control characters as spaces (a forged archive's command line must not
+    /// drive the terminal `ps --at` prints on).
+    pub fn sanitize(&mut self) {
+        let clean = |s: &mut String| {
+            if let std::borrow::Cow::Owned(c) = crate::text::printable(s) {
+                *s = c;
+            }
+        };
+        for d in &mut self.details {
+            clean(&mut d.cmd);
+        }
+        for e in &mut self.exited {
+            clean(&mut e.comm);
+            clean(&mut e.cmd);
+        }
+        for w in &mut self.writes {
+            clean(&mut w.syscall);
+            clean(&mut w.kind);
+        }
+        clean(&mut self.exits_source);
+        for g in &mut self.model.cgroups {
+            clean(&mut g.path);
+        }
+    }
+
     /// Every process as `ps` shows it: the model's rates joined with the details by
     /// pid. A process the model has and the details lack (it ended between the two
     /// reads) keeps its name as command line and parent 0.

@@ -77,6 +77,12 @@ pub fn file_name(unix_ns: u64) -> String {
     ts.strftime("%Y%m%dT%H.ksr").to_string()
 }
 
+/// Whether a directory entry's name is one an archive holds (its hourly files and its
+/// lock): what a recorder may take over with the directory.
+pub fn is_archive_entry(name: &str) -> bool {
+    file_hour(name).is_some() || name == "lock"
+}
+
 /// The hour a file holds, as Unix ns of its start (None: not an archive file name).
 pub fn file_hour(name: &str) -> Option<u64> {
     let stem = name.strip_suffix(".ksr")?;
@@ -103,6 +109,8 @@ pub struct Retention {
 pub struct Writer {
     dir: PathBuf,
     retention: Retention,
+    /// Mode of new files (0600, or 0640 for an archive shared with a group).
+    file_mode: u32,
     /// The open file, its name and its length after the last whole frame.
     file: Option<(File, String, u64)>,
     /// The previous sample's JSON (the next delta's prefix); None: next is a key.
@@ -127,11 +135,12 @@ pub struct Appended {
 
 impl Writer {
     /// Opens (making it if needed) the archive directory.
-    pub fn open(dir: &Path, retention: Retention) -> io::Result<Writer> {
+    pub fn open(dir: &Path, retention: Retention, file_mode: u32) -> io::Result<Writer> {
         fs::create_dir_all(dir)?;
         let mut w = Writer {
             dir: dir.to_path_buf(),
             retention,
+            file_mode,
             file: None,
             prev: None,
             since_key: 0,
@@ -168,13 +177,13 @@ impl Writer {
             .write(true)
             .create(true)
             .truncate(false)
-            .mode_0640()
+            .mode_bits(self.file_mode)
             .open(&path)?;
         let len = f.metadata()?.len();
         let end = if len == 0 {
-            // 0640 whatever the umask (a unit's UMask=0077 would leave group adm out).
+            // The mode whatever the umask (a unit's UMask=0077 would leave a group out).
             use std::os::unix::fs::PermissionsExt;
-            f.set_permissions(fs::Permissions::from_mode(0o640))?;
+            f.set_permissions(fs::Permissions::from_mode(self.file_mode))?;
             let mut h = [0u8; FILE_HEADER];
             h[..6].copy_from_slice(MAGIC);
             h[6..].copy_from_slice(&VERSION.to_le_bytes());
@@ -286,15 +295,15 @@ impl Writer {
     }
 }
 
-/// Files readable by their owner and group only: command lines are sensitive.
-trait Mode0640 {
-    fn mode_0640(&mut self) -> &mut Self;
+/// Files made with the archive's mode: command lines and counters are sensitive.
+trait ModeBits {
+    fn mode_bits(&mut self, mode: u32) -> &mut Self;
 }
 
-impl Mode0640 for OpenOptions {
-    fn mode_0640(&mut self) -> &mut Self {
+impl ModeBits for OpenOptions {
+    fn mode_bits(&mut self, mode: u32) -> &mut Self {
         use std::os::unix::fs::OpenOptionsExt;
-        self.mode(0o640)
+        self.mode(mode)
     }
 }
 
@@ -532,7 +541,10 @@ impl Archive {
 
     fn parse(path: &Path, json: &[u8], warn: &mut dyn FnMut(String)) -> Option<Frame> {
         match serde_json::from_slice::<Frame>(json) {
-            Ok(f) => Some(f),
+            Ok(mut f) => {
+                f.sanitize();
+                Some(f)
+            }
             Err(e) => {
                 warn(format!(
                     "{}: a sample does not parse ({e}); skipped",

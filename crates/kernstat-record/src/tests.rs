@@ -53,7 +53,7 @@ fn all(dir: &Path) -> (Vec<Frame>, Vec<String>) {
 #[test]
 fn samples_come_back_as_written_and_deltas_are_small() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = Writer::open(dir.path(), forever()).unwrap();
+    let mut w = Writer::open(dir.path(), forever(), 0o600).unwrap();
     let mut sizes = Vec::new();
     for i in 0..130 {
         sizes.push(w.append(&frame(i)).unwrap());
@@ -111,7 +111,7 @@ fn a_delta_stays_small_when_a_sample_is_larger_than_zstds_usual_window() {
         f
     };
     let dir = tempfile::tempdir().unwrap();
-    let mut w = Writer::open(dir.path(), forever()).unwrap();
+    let mut w = Writer::open(dir.path(), forever(), 0o600).unwrap();
     let key = w.append(&big(0)).unwrap();
     let delta = w.append(&big(1)).unwrap();
     assert!(delta.bytes * 20 < key.bytes, "{delta:?} vs {key:?}");
@@ -122,7 +122,7 @@ fn a_delta_stays_small_when_a_sample_is_larger_than_zstds_usual_window() {
 #[test]
 fn a_torn_last_frame_is_cut_on_reopen_and_ignored_by_readers() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = Writer::open(dir.path(), forever()).unwrap();
+    let mut w = Writer::open(dir.path(), forever(), 0o600).unwrap();
     for i in 0..5 {
         w.append(&frame(i)).unwrap();
     }
@@ -139,7 +139,7 @@ fn a_torn_last_frame_is_cut_on_reopen_and_ignored_by_readers() {
         warnings.is_empty(),
         "the newest file's torn end is a write in progress: {warnings:?}"
     );
-    let mut w = Writer::open(dir.path(), forever()).unwrap();
+    let mut w = Writer::open(dir.path(), forever(), 0o600).unwrap();
     assert!(
         w.append(&frame(5)).unwrap().key,
         "a reopened file continues with a key"
@@ -153,7 +153,7 @@ fn a_torn_last_frame_is_cut_on_reopen_and_ignored_by_readers() {
 #[test]
 fn a_damaged_frame_costs_the_samples_up_to_the_next_key_only() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = Writer::open(dir.path(), forever()).unwrap();
+    let mut w = Writer::open(dir.path(), forever(), 0o600).unwrap();
     let mut offsets = vec![FILE_HEADER as u64];
     for i in 0..70 {
         let a = w.append(&frame(i)).unwrap();
@@ -180,7 +180,7 @@ fn a_damaged_frame_costs_the_samples_up_to_the_next_key_only() {
 #[test]
 fn a_file_from_a_newer_version_is_refused_in_one_sentence() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = Writer::open(dir.path(), forever()).unwrap();
+    let mut w = Writer::open(dir.path(), forever(), 0o600).unwrap();
     w.append(&frame(0)).unwrap();
     drop(w);
     let path = Archive::open(dir.path()).unwrap().files().unwrap()[0]
@@ -201,7 +201,7 @@ fn a_file_from_a_newer_version_is_refused_in_one_sentence() {
     assert!(frames.is_empty());
     assert_eq!(warnings.len(), 1);
     // And the writer does not append to it.
-    let mut w = Writer::open(dir.path(), forever()).unwrap();
+    let mut w = Writer::open(dir.path(), forever(), 0o600).unwrap();
     assert!(w.append(&frame(1)).is_err());
 }
 
@@ -222,6 +222,7 @@ fn retention_deletes_whole_files_by_age_and_by_size() {
             max_age: Duration::from_secs(3 * 3600),
             max_bytes: u64::MAX,
         },
+        0o600,
     )
     .unwrap();
     for h in 0..6 {
@@ -241,6 +242,7 @@ fn retention_deletes_whole_files_by_age_and_by_size() {
             max_age: Duration::from_secs(1 << 40),
             max_bytes: one * 2 + one / 2,
         },
+        0o600,
     )
     .unwrap();
     let mut f = frame(0);

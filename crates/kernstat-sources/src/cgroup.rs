@@ -94,8 +94,19 @@ impl CgroupPaths {
         let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
             if let Ok(md) = std::fs::metadata(&dir) {
+                use std::os::unix::ffi::OsStrExt;
                 let rel = dir.strip_prefix(root).unwrap_or(&dir);
-                by_id.insert(md.ino(), format!("/{}", rel.display()));
+                let mut shown = String::new();
+                for part in rel.components() {
+                    shown.push('/');
+                    shown.push_str(&kernstat_model::text::escape_name(
+                        part.as_os_str().as_bytes(),
+                    ));
+                }
+                if shown.is_empty() {
+                    shown.push('/');
+                }
+                by_id.insert(md.ino(), shown);
             }
             if let Ok(rd) = std::fs::read_dir(&dir) {
                 for e in rd.flatten() {
@@ -153,9 +164,13 @@ struct GroupFiles {
     files: HashMap<&'static CStr, Option<OwnedFd>>,
     /// cgroup.controllers as last read (again when the limits are).
     controllers: Option<Vec<u8>>,
-    /// Subdirectories as last listed (again when the hierarchy's count of groups
-    /// changed, and when the limits are read).
-    children: Option<Vec<(String, u64)>>,
+    /// Subdirectories as last listed, names as the kernel gives them (not always UTF-8),
+    /// sorted (again when the hierarchy's count of groups changed, and when the limits
+    /// are read).
+    children: Option<Vec<(Vec<u8>, u64)>>,
+    /// Its files stay open between readings (within the reader's descriptor budget);
+    /// otherwise each is opened, read and closed.
+    keep: bool,
 }
 
 impl GroupFiles {
@@ -166,10 +181,13 @@ impl GroupFiles {
             files: HashMap::new(),
             controllers: None,
             children: None,
+            keep: true,
         }
     }
 
     /// The file's content now (pread from offset 0 makes kernfs generate it again).
+    /// A file that could not be opened for want of descriptors (EMFILE, ENFILE) is
+    /// missing this time only.
     fn read<'a>(
         &mut self,
         buf: &'a mut [u8],
@@ -180,17 +198,31 @@ impl GroupFiles {
         if known == Some(false) && !retry {
             return None;
         }
-        if known != Some(true) {
-            let fd = rustix::fs::openat(
+        let opened;
+        let fd = if known == Some(true) {
+            self.files.get(name)?.as_ref()?
+        } else {
+            match rustix::fs::openat(
                 &self.dir,
                 name,
                 rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
                 rustix::fs::Mode::empty(),
-            )
-            .ok();
-            self.files.insert(name, fd);
-        }
-        let fd = self.files.get(name)?.as_ref()?;
+            ) {
+                Ok(fd) if self.keep => {
+                    self.files.insert(name, Some(fd));
+                    self.files.get(name)?.as_ref()?
+                }
+                Ok(fd) => {
+                    opened = fd;
+                    &opened
+                }
+                Err(rustix::io::Errno::MFILE | rustix::io::Errno::NFILE) => return None,
+                Err(_) => {
+                    self.files.insert(name, None);
+                    return None;
+                }
+            }
+        };
         match rustix::io::pread(fd, &mut *buf, 0) {
             Ok(n) => Some(&buf[..n]),
             Err(_) => {
@@ -200,9 +232,14 @@ impl GroupFiles {
         }
     }
 
+    /// Descriptors it keeps open.
+    fn kept(&self) -> usize {
+        1 + self.files.values().filter(|f| f.is_some()).count()
+    }
+
     /// Subdirectories with their inodes (getdents on the kept descriptor, from its
     /// start).
-    fn subdirectories(&self) -> Vec<(String, u64)> {
+    fn subdirectories(&self) -> Vec<(Vec<u8>, u64)> {
         let mut out = Vec::new();
         if rustix::fs::seek(&self.dir, rustix::fs::SeekFrom::Start(0)).is_err() {
             return out;
@@ -212,7 +249,7 @@ impl GroupFiles {
         while let Some(Ok(e)) = d.next() {
             let name = e.file_name().to_bytes();
             if e.file_type() == rustix::fs::FileType::Directory && name != b"." && name != b".." {
-                out.push((String::from_utf8_lossy(name).into_owned(), e.ino()));
+                out.push((name.to_vec(), e.ino()));
             }
         }
         out
@@ -231,10 +268,36 @@ pub struct CgroupReader {
     open: HashMap<String, GroupFiles>,
     /// The root's nr_descendants at the last reading.
     descendants: Option<u64>,
+    /// How many groups one reading reads at most, and how many children of one parent.
+    bounds: CgroupBounds,
+    /// Descriptors the kept files may hold (half the soft RLIMIT_NOFILE at open).
+    fd_budget: usize,
 }
 
 /// Readings between two reads of a group's limits.
 pub const LIMITS_EVERY: u64 = 10;
+
+/// How much of a hierarchy one reading takes. Anyone with a delegated subtree (a
+/// container's root, a user's systemd) can make groups by the thousand: past these
+/// bounds groups are not read, and their parent (whose figures include theirs, the
+/// files being hierarchical) says how many with `truncated`. Shallow groups go first:
+/// a reading fills each level before the next, and no parent gets more than its share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CgroupBounds {
+    /// Groups read in all (the root included).
+    pub max_groups: usize,
+    /// Children read under one parent.
+    pub max_children: usize,
+}
+
+impl Default for CgroupBounds {
+    fn default() -> Self {
+        CgroupBounds {
+            max_groups: 1000,
+            max_children: 250,
+        }
+    }
+}
 
 impl CgroupReader {
     /// The hierarchy mounted here: None without cgroup v2.
@@ -257,7 +320,26 @@ impl CgroupReader {
             limits: HashMap::new(),
             open: HashMap::new(),
             descendants: None,
+            bounds: CgroupBounds::default(),
+            fd_budget: fd_budget(),
         }
+    }
+
+    /// Reads at most this much of the hierarchy.
+    pub fn with_bounds(mut self, bounds: CgroupBounds) -> Self {
+        self.bounds = bounds;
+        self
+    }
+
+    /// Keeps at most `n` descriptors open between readings (tests).
+    pub fn with_fd_budget(mut self, n: usize) -> Self {
+        self.fd_budget = n;
+        self
+    }
+
+    /// Descriptors kept open between readings now.
+    pub fn open_descriptors(&self) -> usize {
+        self.open.values().map(GroupFiles::kept).sum()
     }
 
     /// Where the hierarchy is mounted.
@@ -265,8 +347,9 @@ impl CgroupReader {
         &self.mount
     }
 
-    /// Reads every group at most `max_depth` below the root (None: all), parents
-    /// before children, siblings by name. A group removed during the walk is skipped.
+    /// Reads every group at most `max_depth` below the root (None: all), within the
+    /// reader's bounds, parents before children, siblings by name. A group removed
+    /// during the walk is skipped.
     pub fn read(
         &mut self,
         want: CgroupWant,
@@ -299,11 +382,19 @@ impl CgroupReader {
             .and_then(|b| spaced_value(b, b"nr_descendants"));
         let relist = refresh_limits || count.is_none() || count != self.descendants;
         self.descendants = count;
-        // Depth-first, children sorted by name, so the order is a tree's.
-        let mut stack: Vec<(GroupFiles, String, u32)> = vec![(root, "/".into(), 0)];
-        while let Some((mut files, path, depth)) = stack.pop() {
-            let g = self.group(&mut files, &path, depth, want, refresh_limits);
-            tree.groups.push(g);
+        // Level by level (a queue), so that shallow groups are read first and a deep
+        // or crowded subtree meets the bounds, not its siblings; the order people read
+        // (a tree: parents first, siblings by name) is made at the end.
+        let mut kept_fds = 0;
+        let mut queue: std::collections::VecDeque<(GroupFiles, String, u32)> =
+            std::collections::VecDeque::from([(root, "/".to_string(), 0)]);
+        let mut admitted = 1;
+        while let Some((mut files, path, depth)) = queue.pop_front() {
+            files.keep = kept_fds + MAX_FILES_PER_GROUP <= self.fd_budget;
+            if !files.keep {
+                files.files.clear();
+            }
+            let mut g = self.group(&mut files, &path, depth, want, refresh_limits);
             if max_depth.is_none_or(|m| depth < m) {
                 let children = match files.children.take() {
                     Some(c) if !relist => c,
@@ -313,35 +404,57 @@ impl CgroupReader {
                         c
                     }
                 };
-                for (name, ino) in children.iter().rev() {
-                    let (name, ino) = (name.as_str(), *ino);
+                let mut taken = 0;
+                for (name, ino) in &children {
+                    if taken >= self.bounds.max_children || admitted >= self.bounds.max_groups {
+                        g.truncated += 1;
+                        continue;
+                    }
+                    let shown = kernstat_model::text::escape_name(name);
                     let child = if path == "/" {
-                        format!("/{name}")
+                        format!("/{shown}")
                     } else {
-                        format!("{path}/{name}")
+                        format!("{path}/{shown}")
                     };
-                    let kept = before.remove(&child).filter(|c| c.ino == ino);
+                    let kept = before.remove(&child).filter(|c| c.ino == *ino);
                     let files_of_child = match kept {
                         Some(c) => c,
-                        None => match rustix::fs::openat(
-                            &files.dir,
-                            name,
-                            rustix::fs::OFlags::RDONLY
-                                | rustix::fs::OFlags::DIRECTORY
-                                | rustix::fs::OFlags::CLOEXEC,
-                            rustix::fs::Mode::empty(),
-                        ) {
-                            Ok(fd) => GroupFiles::new(fd, ino),
-                            Err(_) => continue, // removed meanwhile
-                        },
+                        None => {
+                            let Ok(cname) = std::ffi::CString::new(name.as_slice()) else {
+                                continue;
+                            };
+                            match rustix::fs::openat(
+                                &files.dir,
+                                cname.as_c_str(),
+                                rustix::fs::OFlags::RDONLY
+                                    | rustix::fs::OFlags::DIRECTORY
+                                    | rustix::fs::OFlags::CLOEXEC,
+                                rustix::fs::Mode::empty(),
+                            ) {
+                                Ok(fd) => GroupFiles::new(fd, *ino),
+                                // No descriptor left: not read this time, said as truncated.
+                                Err(rustix::io::Errno::MFILE | rustix::io::Errno::NFILE) => {
+                                    g.truncated += 1;
+                                    continue;
+                                }
+                                Err(_) => continue, // removed meanwhile
+                            }
+                        }
                     };
-                    stack.push((files_of_child, child, depth + 1));
+                    taken += 1;
+                    admitted += 1;
+                    queue.push_back((files_of_child, child, depth + 1));
                 }
                 files.children = Some(children);
             }
-            self.open.insert(path, files);
+            tree.groups.push(g);
+            if files.keep {
+                kept_fds += files.kept();
+                self.open.insert(path, files);
+            }
         }
-        // What is left in `before` is gone (or beyond the depth now): closed here.
+        tree.groups.sort_by(|a, b| tree_order(&a.path, &b.path));
+        // What is left in `before` is gone (or beyond the bounds now): closed here.
         let open = &self.open;
         self.limits.retain(|p, _| open.contains_key(p));
         Ok(tree)
@@ -483,6 +596,26 @@ impl CgroupReader {
         dir.controllers = Some(controllers);
         g
     }
+}
+
+/// The most files one group keeps open: its directory, cgroup.stat, cgroup.controllers,
+/// cpu.stat, four memory files, memory.stat, io.stat, pids.current, three pressure files
+/// and five limits.
+const MAX_FILES_PER_GROUP: usize = 20;
+
+/// Half the soft limit on descriptors: the rest is for everything else (a daemon's
+/// clients).
+fn fd_budget() -> usize {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .map_or(usize::MAX, |n| usize::try_from(n / 2).unwrap_or(usize::MAX))
+}
+
+/// Parents before children, siblings by name: paths compared component by component.
+fn tree_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let a = a.split('/').filter(|c| !c.is_empty());
+    let b = b.split('/').filter(|c| !c.is_empty());
+    a.cmp(b)
 }
 
 /// cpu.stat: usage_usec user_usec system_usec, and with a quota nr_periods nr_throttled
@@ -733,5 +866,86 @@ mod tests {
         );
         assert_eq!(g.missing.len(), 3);
         assert_eq!(g.psi_io.some.unwrap().avg10, 1.5);
+    }
+
+    fn group_dir(dir: &Path, usage: u64) {
+        write(
+            dir,
+            &[
+                ("cgroup.controllers", ""),
+                (
+                    "cpu.stat",
+                    &format!("usage_usec {usage}\nuser_usec 0\nsystem_usec 0\n"),
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn thousands_of_groups_are_read_within_bounds_shallow_first() {
+        let t = tempfile::tempdir().unwrap();
+        group_dir(t.path(), 1);
+        // A crowded delegated subtree ("aaa", first by name) and a service beside it.
+        for i in 0..300 {
+            group_dir(&t.path().join(format!("aaa/g{i:04}")), 2);
+        }
+        group_dir(&t.path().join("system.slice/cron.service"), 3);
+        let mut r = CgroupReader::at(t.path().to_path_buf(), false).with_bounds(CgroupBounds {
+            max_groups: 100,
+            max_children: 50,
+        });
+        let tree = r.read(CgroupWant::default(), None).unwrap();
+        let paths: Vec<&str> = tree.groups.iter().map(|g| g.path.as_str()).collect();
+        assert!(tree.groups.len() <= 100, "{}", tree.groups.len());
+        assert!(paths.contains(&"/system.slice/cron.service"), "{paths:?}");
+        let aaa = tree.groups.iter().find(|g| g.path == "/aaa").unwrap();
+        assert_eq!(aaa.truncated, 250, "300 children, 50 read");
+        assert_eq!(paths[0], "/");
+        assert_eq!(paths[1], "/aaa");
+        assert_eq!(*paths.last().unwrap(), "/system.slice/cron.service");
+        // Parents before children, siblings by name, whatever order they were read in.
+        let mut sorted = tree.groups.clone();
+        sorted.sort_by(|a, b| tree_order(&a.path, &b.path));
+        assert_eq!(sorted, tree.groups);
+    }
+
+    #[test]
+    fn kept_descriptors_stay_within_the_budget() {
+        let t = tempfile::tempdir().unwrap();
+        group_dir(t.path(), 1);
+        for i in 0..40 {
+            group_dir(&t.path().join(format!("g{i:02}")), 2);
+        }
+        let mut r = CgroupReader::at(t.path().to_path_buf(), false).with_fd_budget(100);
+        for _ in 0..3 {
+            let tree = r.read(CgroupWant::default(), None).unwrap();
+            assert_eq!(tree.groups.len(), 41, "every group read");
+            assert!(tree.groups.iter().all(|g| g.cpu.usage_us > 0));
+            assert!(r.open_descriptors() <= 100, "{}", r.open_descriptors());
+        }
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_read_and_stay_distinct() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        group_dir(t.path(), 1);
+        let bad = |b: &[u8]| t.path().join(std::ffi::OsStr::from_bytes(b));
+        group_dir(&bad(b"bad\xffutf8"), 7);
+        group_dir(&bad(b"bad\xfeutf8"), 8);
+        group_dir(&bad(b"esc\x1b[2J"), 9);
+        let tree = CgroupReader::at(t.path().to_path_buf(), false)
+            .read(CgroupWant::default(), None)
+            .unwrap();
+        let by = |p: &str| {
+            tree.groups
+                .iter()
+                .find(|g| g.path == p)
+                .map(|g| g.cpu.usage_us)
+        };
+        assert_eq!(by("/bad\\xfeutf8"), Some(8));
+        assert_eq!(by("/bad\\xffutf8"), Some(7));
+        assert_eq!(by("/esc\\x1b[2J"), Some(9));
+        assert_eq!(tree.groups.len(), 4);
     }
 }

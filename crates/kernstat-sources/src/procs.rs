@@ -82,6 +82,16 @@ impl ProcfsTasks {
             };
             table.tasks += threads;
             let p = table.procs.last_mut().expect("read_stat pushed");
+            // Whose it is: /proc/PID belongs to the task's effective uid (root's for a
+            // process that is not dumpable, which is then root's to inspect anyway).
+            if let Ok(st) = rustix::fs::statat(
+                &self.proc_dir,
+                entry.file_name(),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            ) {
+                p.uid = st.st_uid;
+                p.euid = st.st_uid;
+            }
             if !p.kthread {
                 if let Some((rd, wr)) = read_io(
                     &self.proc_dir,
@@ -161,6 +171,8 @@ pub fn parse_stat_line(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<
             has_d_thread: false,
             kthread: flags & PF_KTHREAD != 0,
             comm,
+            uid: 0,
+            euid: 0,
         },
         threads,
     ))

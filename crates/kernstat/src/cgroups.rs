@@ -106,9 +106,13 @@ pub fn run(args: &CgroupsArgs) -> anyhow::Result<i32> {
         );
     }
     let roots = Roots::default();
-    let Some(mut reader) = CgroupReader::open(&roots) else {
+    let Some(reader) = CgroupReader::open(&roots) else {
         anyhow::bail!("no cgroup v2 hierarchy is mounted here (see /proc/self/mounts)");
     };
+    let mut reader = reader.with_bounds(kernstat_sources::cgroup::CgroupBounds {
+        max_groups: args.max_groups.max(1),
+        max_children: (args.max_groups / 4).max(16),
+    });
     let want = CgroupWant {
         memory_stat: args.json,
     };
@@ -342,10 +346,17 @@ fn table(groups: &[CgroupRate], order: &[usize], layout: &str) -> String {
         };
         let indent = (g.depth as usize).min(16) * 2;
         out.push_str(&format!(
-            "{:indent$}{}\n",
+            "{:indent$}{}",
             "",
-            kernstat_daemon::client::printable(name.to_string())
+            kernstat_model::text::printable(name)
         ));
+        if g.truncated > 0 {
+            out.push_str(&format!(
+                "  (+{} groups below not read: in this one's figures)",
+                g.truncated
+            ));
+        }
+        out.push('\n');
     }
     if layout == "hybrid" {
         out.push_str(

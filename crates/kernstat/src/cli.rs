@@ -94,8 +94,9 @@ pub struct ReplayArgs {
     /// time.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub at: Option<String>,
-    /// The archive to read (default: the system daemon's /var/lib/kernstat when it can
-    /// be read, else your own, ~/.local/state/kernstat/record).
+    /// The archive to read (default: $KERNSTAT_ARCHIVE, else the system daemon's
+    /// /var/lib/kernstat/record when it can be read, else your own,
+    /// ~/.local/state/kernstat/record).
     #[arg(long, value_name = "DIR")]
     pub archive: Option<PathBuf>,
 }
@@ -153,6 +154,10 @@ pub struct CgroupsArgs {
     /// Only this group and those below it (e.g. /system.slice).
     #[arg(long, value_name = "PATH")]
     pub root: Option<String>,
+    /// Groups read at most (shallow ones first; a parent whose children were not read
+    /// says how many).
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub max_groups: usize,
     /// One JSON object per group (NDJSON), with memory.stat's breakdown and the reasons
     /// for figures a group lacks.
     #[arg(long)]
@@ -368,6 +373,9 @@ pub struct SnapshotArgs {
     /// Control groups this many levels below the root in the JSON ("cgroups").
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub cgroup_depth: u32,
+    /// Control groups read at most (shallow ones first).
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    pub cgroup_max: usize,
     /// A recorded moment instead of now.
     #[command(flatten)]
     pub replay: ReplayArgs,
@@ -583,6 +591,16 @@ pub struct DaemonArgs {
     /// (16 series per group: the depth bounds them).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub cgroup_depth: u32,
+    /// Control groups read at every sample at most (shallow ones first; a parent whose
+    /// children were not read says how many, as `truncated`): anyone with a delegated
+    /// subtree can make thousands, and each costs descriptors, memory and 16 series.
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    pub cgroup_max: usize,
+    /// Treat every process as private, as /proc's hidepid does: per-process keys are
+    /// answered to root only and /metrics serves no per-process series (automatic for
+    /// --system where /proc is mounted with hidepid).
+    #[arg(long)]
+    pub private_processes: bool,
     /// Per-process series for the top N processes by each measure (CPU, memory, I/O).
     #[arg(long, value_name = "N", default_value_t = 10, requires = "metrics")]
     pub metrics_top: usize,
@@ -610,6 +628,12 @@ pub struct DaemonArgs {
     /// 1G, 500M).
     #[arg(long, default_value = "1G", value_parser = parse_size, requires = "record", value_name = "SIZE")]
     pub max_size: u64,
+    /// Let this group read the archive (directory 2750, files 0640). It holds every
+    /// process's command line and exact I/O and network counters, which /proc shows
+    /// only to each process's own user and root: by default the archive is for root and
+    /// the daemon's user alone (0700, files 0600).
+    #[arg(long, value_name = "GROUP", requires = "record")]
+    pub record_group: Option<String>,
     /// Sources.
     #[command(flatten)]
     pub source: SourceArgs,

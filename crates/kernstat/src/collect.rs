@@ -11,7 +11,7 @@ use anyhow::Context;
 use kernstat_bpf::net::Net;
 use kernstat_bpf::{LoadError, Sampler};
 use kernstat_model::{RawSample, Source};
-use kernstat_sources::cgroup::{CgroupReader, CgroupWant};
+use kernstat_sources::cgroup::{CgroupBounds, CgroupReader, CgroupWant};
 use kernstat_sources::{
     monotonic_ns, HardwareReader, LinkReader, ProcfsTasks, Roots, SystemReader, TempSource,
 };
@@ -89,10 +89,15 @@ impl Collector {
         })
     }
 
-    /// Reads the cgroup v2 hierarchy too, `depth` levels below its root (None: all), at
-    /// every sample; nothing where cgroup v2 is not mounted.
-    pub fn with_cgroups(&mut self, roots: &Roots, depth: Option<u32>) {
-        self.cgroups = CgroupReader::open(roots).map(|r| (r, depth));
+    /// Reads the cgroup v2 hierarchy too, `depth` levels below its root (None: all) and
+    /// at most `max_groups` groups, at every sample; nothing where cgroup v2 is not
+    /// mounted.
+    pub fn with_cgroups(&mut self, roots: &Roots, depth: Option<u32>, max_groups: usize) {
+        let bounds = CgroupBounds {
+            max_groups,
+            max_children: (max_groups / 4).max(16),
+        };
+        self.cgroups = CgroupReader::open(roots).map(|r| (r.with_bounds(bounds), depth));
     }
 
     /// The per-process network counter, when loaded.

@@ -142,7 +142,8 @@ impl Plan {
                 .config
                 .clone()
                 .or_else(kernstat_daemon::settings::default_path),
-            hidepid: args.system && kernstat_daemon::providers::system::proc_hides_pids(),
+            hidepid: args.private_processes
+                || (args.system && kernstat_daemon::providers::system::proc_hides_pids()),
         })
     }
 }
@@ -204,10 +205,11 @@ impl Opened {
         collector.with_cgroups(
             &crate::collect::collect_options(&args.source).roots,
             Some(args.cgroup_depth),
+            args.cgroup_max,
         );
         // Kernel histograms and BPF statistics for /metrics: loaded while privileged.
         let metrics = match metrics_listener {
-            Some(_) => Some(MetricsSources::open(args, &collector)?),
+            Some(_) => Some(MetricsSources::open(args, &collector, plan.hidepid)?),
             None => None,
         };
         // A system daemon's socket is for every local user (the peer check narrows it
@@ -357,6 +359,7 @@ fn make_daemon(
         access: plan.access.clone(),
         interval: args.interval,
         hide_processes: plan.hidepid,
+        private_counters: args.system,
         ..Config::default()
     };
     let daemon = Daemon::new(config);

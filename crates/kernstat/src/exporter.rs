@@ -39,11 +39,21 @@ pub struct MetricsSources {
     prev_net: kernstat_model::net::NetSample,
     /// The run-queue histogram of every CPU at the last publish (for the recorder).
     last_runq: Option<Vec<u64>>,
+    /// Whose per-process I/O and network counters the endpoint may serve: nobody's for
+    /// a system daemon (every local user can scrape it; /proc/PID/io is the owner's and
+    /// root's only).
+    viewer: kernstat_model::Viewer,
 }
 
 impl MetricsSources {
-    /// Loads what `args` asks for (call while privileged).
-    pub fn open(args: &DaemonArgs, collector: &Collector) -> anyhow::Result<Self> {
+    /// Loads what `args` asks for (call while privileged). `private_processes`: other
+    /// users' processes are hidden on this machine (hidepid, or --private-processes),
+    /// so no per-process series are served at all.
+    pub fn open(
+        args: &DaemonArgs,
+        collector: &Collector,
+        private_processes: bool,
+    ) -> anyhow::Result<Self> {
         let runq = if args.collect.contains(&Collect::Runqlat) {
             Some(Runqlat::load(&runqlat::Config::default()).context("--collect runqlat")?)
         } else {
@@ -66,8 +76,21 @@ impl MetricsSources {
         } else {
             None
         };
+        let top = if private_processes {
+            if args.metrics_top > 0 && args.metrics_top != 10 {
+                eprintln!("kernstat daemon: --metrics-top {}: other users' processes are private here (hidepid or --private-processes); /metrics serves no per-process series", args.metrics_top);
+            }
+            0
+        } else {
+            args.metrics_top
+        };
         Ok(MetricsSources {
-            exporter: Exporter::new(args.metrics_top),
+            exporter: Exporter::new(top),
+            viewer: if args.system {
+                kernstat_model::Viewer::Nobody
+            } else {
+                kernstat_model::Viewer::Everyone
+            },
             runq,
             writes,
             write_deltas: Deltas::default(),
@@ -188,8 +211,10 @@ impl MetricsSources {
                 bytes: *bytes,
             })
             .collect();
+        let mut model = model.clone();
+        model.restrict_counters(self.viewer);
         let sample = MetricsSample {
-            model: model.clone(),
+            model,
             sample_us,
             counters: self.counters.clone(),
             runq,

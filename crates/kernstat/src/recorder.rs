@@ -51,24 +51,34 @@ const WANT: Want = Want {
 
 impl Recorder {
     /// Opens everything recording needs while the daemon is privileged: the archive
-    /// directory (for a system daemon owned by `owner`, group adm if there is one, mode
-    /// 2750: command lines are for root and adm), the task iterator and the exits hook.
+    /// directory (for a system daemon owned by `owner`, for it alone or with
+    /// --record-group: command lines and every process's counters are in it), the task
+    /// iterator and the exits hook.
     pub fn open(
         args: &DaemonArgs,
         dir: &Path,
         owner: Option<(u32, u32)>,
     ) -> anyhow::Result<Recorder> {
+        let group = match &args.record_group {
+            Some(g) => match kernstat_sources::users::group_id(g) {
+                Some(id) => Some(id),
+                None => crate::cli::usage!("--record-group {g}: no such group"),
+            },
+            None => None,
+        };
         match owner {
-            Some((uid, gid)) => hand_over(dir, uid, gid)?,
+            Some((uid, gid)) => hand_over(dir, uid, gid, group)?,
             None => std::fs::create_dir_all(dir)
                 .with_context(|| format!("--record {}: creating it", dir.display()))?,
         }
+        let file_mode = if group.is_some() { 0o640 } else { 0o600 };
         let writer = Writer::open(
             dir,
             Retention {
                 max_age: args.retain,
                 max_bytes: args.max_size,
             },
+            file_mode,
         )
         .with_context(|| format!("--record {}", dir.display()))?;
         let no_bpf = args.source.no_bpf;
@@ -202,11 +212,14 @@ impl Recorder {
 }
 
 /// The archive directory of a system daemon, which writes it as its unprivileged user:
-/// made (mode 2750, the user's, group adm where there is one) when missing; an existing
-/// one is used when that user already owns it, or handed over when it is root's and
-/// empty (systemd's StateDirectory=); anything else (a link, another's directory, a
-/// directory with files in it) is refused, so `--record /etc` changes nothing.
-fn hand_over(dir: &Path, uid: u32, gid: u32) -> anyhow::Result<()> {
+/// made (the user's, mode 0700, or 2750 with `group`) when missing; an existing one is
+/// used when that user already owns it, or handed over when it is root's and empty
+/// (a directory made for it) or root's and holding only archive files (what systemd, or
+/// an administrator's `chown -R root:`, leaves of one: the files are handed over with
+/// it, each through the directory's descriptor, links refused); anything else (a link,
+/// another's directory, a directory with other files in it) is refused, so
+/// `--record /etc` changes nothing.
+fn hand_over(dir: &Path, uid: u32, gid: u32, group: Option<u32>) -> anyhow::Result<()> {
     use rustix::fs::{Mode, OFlags};
     let refuse = |why: &str| -> anyhow::Result<()> {
         anyhow::bail!(
@@ -235,29 +248,62 @@ fn hand_over(dir: &Path, uid: u32, gid: u32) -> anyhow::Result<()> {
         Err(e) => return Err(std::io::Error::from(e)).with_context(ctx),
     };
     let md = rustix::fs::fstat(&fd).with_context(ctx)?;
-    if md.st_uid == uid {
-        return Ok(());
-    }
-    if md.st_uid != 0 {
+    let (dir_mode, file_mode, owner_gid) = match group {
+        Some(g) => (0o2750, 0o640, g),
+        None => (0o700, 0o600, gid),
+    };
+    if md.st_uid != uid && md.st_uid != 0 {
         return refuse("it belongs to another user");
     }
-    let mut space = [std::mem::MaybeUninit::<u8>::uninit(); 1024];
+    // What is in it: nothing, or archive files only (regular, not links).
+    let mut files: Vec<std::ffi::CString> = Vec::new();
+    let mut space = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
     let mut entries = rustix::fs::RawDir::new(&fd, &mut space);
     while let Some(e) = entries.next() {
         let e = e.map_err(std::io::Error::from).with_context(ctx)?;
-        if !matches!(e.file_name().to_bytes(), b"." | b"..") {
-            return refuse("it is root's and not empty");
+        let name = e.file_name().to_bytes();
+        if matches!(name, b"." | b"..") {
+            continue;
         }
+        let ours = std::str::from_utf8(name).is_ok_and(kernstat_record::is_archive_entry);
+        if !ours || e.file_type() != rustix::fs::FileType::RegularFile {
+            return if md.st_uid == uid {
+                Ok(())
+            } else {
+                refuse("it is root's and holds files that are not an archive's")
+            };
+        }
+        files.push(e.file_name().to_owned());
     }
-    let adm = kernstat_sources::users::group_id("adm").unwrap_or(gid);
-    rustix::fs::fchown(
-        &fd,
-        Some(rustix::fs::Uid::from_raw(uid)),
-        Some(rustix::fs::Gid::from_raw(adm)),
-    )
-    .map_err(std::io::Error::from)
-    .with_context(ctx)?;
-    rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o2750))
+    let set = |target: rustix::fs::Uid, mode: u32, file: Option<&std::ffi::CStr>| {
+        let g = Some(rustix::fs::Gid::from_raw(owner_gid));
+        match file {
+            None => {
+                rustix::fs::fchown(&fd, Some(target), g)?;
+                rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))
+            }
+            Some(f) => {
+                let ffd = rustix::fs::openat(
+                    &fd,
+                    f,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?;
+                if rustix::fs::fstat(&ffd)?.st_mode & 0o170000 != 0o100000 {
+                    return Err(rustix::io::Errno::INVAL);
+                }
+                rustix::fs::fchown(&ffd, Some(target), g)?;
+                rustix::fs::fchmod(&ffd, Mode::from_raw_mode(mode))
+            }
+        }
+    };
+    let target = rustix::fs::Uid::from_raw(uid);
+    for f in &files {
+        set(target, file_mode, Some(f))
+            .map_err(std::io::Error::from)
+            .with_context(|| format!("--record {}: {f:?}", dir.display()))?;
+    }
+    set(target, dir_mode, None)
         .map_err(std::io::Error::from)
         .with_context(ctx)?;
     Ok(())

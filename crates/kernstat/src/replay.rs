@@ -15,24 +15,32 @@ use kernstat_record::Archive;
 use crate::cli::{DumpArgs, DumpFormat, ReplayArgs};
 
 /// The system daemon's archive (its unit records there).
-pub const SYSTEM_ARCHIVE: &str = "/var/lib/kernstat";
+pub const SYSTEM_ARCHIVE: &str = "/var/lib/kernstat/record";
+/// Where the system unit recorded before the archive moved into a directory of its own.
+const OLD_SYSTEM_ARCHIVE: &str = "/var/lib/kernstat";
 
-/// The archive to read: --archive, else the system daemon's if this user can list it
-/// and it holds samples, else the user's own.
+/// The archive to read: --archive, else $KERNSTAT_ARCHIVE, else the system daemon's if
+/// this user can list it and it holds samples, else the user's own.
 pub fn archive_dir(explicit: Option<&Path>) -> PathBuf {
     if let Some(p) = explicit {
         return p.to_path_buf();
     }
-    let system = Path::new(SYSTEM_ARCHIVE);
-    let has_samples = std::fs::read_dir(system).is_ok_and(|mut rd| {
-        rd.any(|e| {
-            e.ok()
-                .and_then(|e| e.file_name().to_str().and_then(kernstat_record::file_hour))
-                .is_some()
+    if let Some(p) = std::env::var_os("KERNSTAT_ARCHIVE").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let has_samples = |dir: &Path| {
+        std::fs::read_dir(dir).is_ok_and(|mut rd| {
+            rd.any(|e| {
+                e.ok()
+                    .and_then(|e| e.file_name().to_str().and_then(kernstat_record::file_hour))
+                    .is_some()
+            })
         })
-    });
-    if has_samples {
-        return system.to_path_buf();
+    };
+    for system in [SYSTEM_ARCHIVE, OLD_SYSTEM_ARCHIVE] {
+        if has_samples(Path::new(system)) {
+            return PathBuf::from(system);
+        }
     }
     user_archive()
 }
@@ -254,11 +262,25 @@ pub fn dump(args: &DumpArgs) -> anyhow::Result<i32> {
     Ok(if frames.is_empty() { 1 } else { 0 })
 }
 
+/// A text cell of the CSV: control characters as spaces (the one rule of every output),
+/// quoted where it holds a comma or a quote, and a cell that a spreadsheet would take
+/// for a formula (starting with =, +, -, @) made text with a leading apostrophe (OWASP's
+/// advice for CSV injection).
 fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    let s = kernstat_model::text::printable(s);
+    let formula = s.starts_with(['=', '+', '-', '@']);
+    if !formula && !s.contains([',', '"']) {
+        return s;
+    }
+    let body = if formula {
+        format!("'{s}")
     } else {
-        s.into()
+        s.into_owned()
+    };
+    if body.contains([',', '"']) {
+        format!("\"{}\"", body.replace('"', "\"\"")).into()
+    } else {
+        body.into()
     }
 }
 
@@ -426,7 +448,8 @@ fn parquet(out: &mut (impl Write + Send), frames: &[Frame]) -> anyhow::Result<()
 }
 
 fn label(s: &str) -> String {
-    s.replace('\\', "\\\\")
+    kernstat_model::text::printable(s)
+        .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }
@@ -564,6 +587,9 @@ mod tests {
     #[test]
     fn csv_quotes_what_needs_it() {
         assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("=cmd|' /C calc'!A0"), "'=cmd|' /C calc'!A0");
+        assert_eq!(csv_field("-x,y"), "\"'-x,y\"");
+        assert_eq!(csv_field("a\u{1b}]0;T\u{7}b"), "a ]0;T b");
         assert_eq!(csv_field("a,b \"c\""), "\"a,b \"\"c\"\"\"");
     }
 }

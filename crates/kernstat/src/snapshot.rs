@@ -20,6 +20,7 @@ pub fn run(args: &SnapshotArgs) -> anyhow::Result<i32> {
     collector.with_cgroups(
         &crate::collect::collect_options(&args.source).roots,
         Some(args.cgroup_depth),
+        args.cgroup_max,
     );
     let mut a = RawSample::default();
     let mut b = RawSample::default();

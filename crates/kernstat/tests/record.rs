@@ -515,18 +515,19 @@ fn with_collect_the_kernel_histograms_are_recorded_too() {
 }
 
 #[test]
-fn the_system_daemon_records_as_its_user_into_a_directory_only_it_and_adm_read() {
+fn the_system_daemon_records_as_its_user_into_a_directory_only_it_reads() {
     if !bpf_gate() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let system = |record: &Path, run: &str| {
+    let system = |record: &Path, run: &str, extra: &[&str]| {
         command()
             .args(["daemon", "--system", "--user", "nobody", "--socket"])
             .arg(dir.path().join(run).join("sock"))
             .args(["--interval", "0.3", "--record"])
             .arg(record)
             .args(["--record-interval", "0.3"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -537,7 +538,7 @@ fn the_system_daemon_records_as_its_user_into_a_directory_only_it_and_adm_read()
     let full = dir.path().join("full");
     std::fs::create_dir(&full).unwrap();
     std::fs::write(full.join("keep"), "x").unwrap();
-    let out = system(&full, "run1").wait_with_output().unwrap();
+    let out = system(&full, "run1", &[]).wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -546,23 +547,53 @@ fn the_system_daemon_records_as_its_user_into_a_directory_only_it_and_adm_read()
     );
     use std::os::unix::fs::MetadataExt;
     assert_eq!(std::fs::metadata(&full).unwrap().uid(), 0);
-    // A new one: made, the daemon's user's, group adm, 2750; files 0640.
+    let nobody = uid_of("nobody");
+    let modes = |archive: &Path, dir_mode: u32, file_mode: u32| {
+        let md = std::fs::metadata(archive).unwrap();
+        assert_eq!(md.uid(), nobody);
+        assert_eq!(md.mode() & 0o7777, dir_mode);
+        for f in std::fs::read_dir(archive).unwrap() {
+            let m = f.unwrap().metadata().unwrap();
+            assert_eq!(m.mode() & 0o777, file_mode);
+            assert_eq!(m.uid(), nobody);
+        }
+    };
+    // A new one: made, the daemon's user's alone (every process's counters are in it).
     let archive = dir.path().join("archive");
-    let mut d = system(&archive, "run2");
+    let mut d = system(&archive, "run2", &[]);
     wait_for("samples from the system daemon", 20, || {
         dump(&archive).len() >= 2
     });
     let _ = d.kill();
     let _ = d.wait();
-    let md = std::fs::metadata(&archive).unwrap();
-    let nobody = uid_of("nobody");
-    assert_eq!(md.uid(), nobody);
-    assert_eq!(md.mode() & 0o7777, 0o2750);
-    for f in std::fs::read_dir(&archive).unwrap() {
-        let m = f.unwrap().metadata().unwrap();
-        assert_eq!(m.mode() & 0o777, 0o640);
-        assert_eq!(m.uid(), nobody);
-    }
+    modes(&archive, 0o700, 0o600);
+    // N5: what systemd does to a StateDirectory= at every start of a unit without
+    // User= (the whole tree back to root), then the next start: accepted as an archive,
+    // handed back, recorded on.
+    let st = Command::new("chown")
+        .args(["-R", "root:root"])
+        .arg(&archive)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let before = dump(&archive).len();
+    let mut d = system(&archive, "run3", &[]);
+    wait_for("samples after the second start", 20, || {
+        dump(&archive).len() >= before + 2
+    });
+    let _ = d.kill();
+    let _ = d.wait();
+    modes(&archive, 0o700, 0o600);
+    // Shared with a group on purpose.
+    let mut d = system(&archive, "run4", &["--record-group", "adm"]);
+    wait_for("samples with --record-group", 20, || {
+        dump(&archive).len() >= before + 4
+    });
+    let _ = d.kill();
+    let _ = d.wait();
+    modes(&archive, 0o2750, 0o640);
+    let adm = std::fs::metadata(&archive).unwrap().gid();
+    assert_eq!(Some(adm), kernstat_sources::users::group_id("adm"));
 }
 
 fn uid_of(name: &str) -> u32 {

@@ -455,6 +455,7 @@ fn network(
     });
     let busiest: Vec<&ProcRate> = busiest
         .into_iter()
+        .filter(|p| !p.counters_hidden)
         .filter(|p| p.net_rx_bytes.unwrap_or(0) + p.net_tx_bytes.unwrap_or(0) > 0)
         .collect();
     for (name, help, value) in [
@@ -729,7 +730,10 @@ impl Collector for Scrape {
 
         // Per-process series, top N by each measure.
         let procs = &s.model.procs;
-        let io_top = top_by(procs, top, |p| p.read_bps + p.write_bps);
+        let io_top: Vec<&ProcRate> = top_by(procs, top, |p| p.read_bps + p.write_bps)
+            .into_iter()
+            .filter(|p| !p.counters_hidden)
+            .collect();
         let per_process: [ProcessFamily<'_>; 4] = [
             (
                 "kernstat_process_cpu_seconds",

@@ -597,6 +597,18 @@ pub const PER_PROCESS_KEYS: &[&str] = &[
     "top.cpu", "top.mem", "top.io", "top.net", "snapshot", "summary",
 ];
 
+/// Keys that carry per-process I/O or network counters (or lists ranked by them): a
+/// system daemon answers each user with their own processes' counters only, root with
+/// all, and publishes them for everyone (the snapshot) with none
+/// ([`kernstat_model::Viewer`]).
+pub const COUNTER_KEYS: &[&str] = &["top.io", "top.net", "snapshot", "summary"];
+
+/// The value of one key computed from `sample` (None: the machine has none).
+pub fn value_json(key: &str, sample: &Sample<'_>) -> Option<Vec<u8>> {
+    let metric = metric_of(key)?;
+    (metric.value)(sample).map(Value::into_json)
+}
+
 /// Whether /proc is mounted so that users cannot see each other's processes
 /// (`hidepid=1`, `2`, `invisible`, `noaccess` or `ptraceable`).
 pub fn proc_hides_pids() -> bool {

@@ -23,6 +23,9 @@ impl Daemon {
                 "other users' processes are hidden on this machine (/proc is mounted with hidepid); ask as root",
             )));
         }
+        if self.config.private_counters && system::COUNTER_KEYS.contains(&key) {
+            return self.counters_for(key, ask.rights.uid());
+        }
         let settings = self.settings();
         if let Some(script) = settings.script(key.split('.').next().unwrap_or(key)) {
             return self.scripts.get(&self.hub, script, key).await;

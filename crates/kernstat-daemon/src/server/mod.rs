@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kernstat_model::Model;
+use kernstat_model::{Model, Viewer};
 use tokio::sync::broadcast;
 
 use crate::cache::{Cache, Entry};
@@ -77,6 +77,10 @@ pub struct Config {
     pub hide_processes: bool,
     /// Most connections one user (other than root) may hold at once.
     pub max_connections_per_user: usize,
+    /// Per-process I/O and network counters go to root and to each process's own user
+    /// only (a system daemon: /proc/PID/io's rule); the published values (the
+    /// world-readable snapshot, watch streams) carry nobody's.
+    pub private_counters: bool,
 }
 
 impl Default for Config {
@@ -90,6 +94,7 @@ impl Default for Config {
             watch_write_timeout: Duration::from_secs(10),
             hide_processes: false,
             max_connections_per_user: 4096,
+            private_counters: false,
         }
     }
 }
@@ -112,6 +117,17 @@ pub struct Daemon {
     puts: crate::providers::puts::Puts,
     scripts: Arc<crate::providers::scripts::Scripts>,
     settings_watch: Mutex<Option<notify::RecommendedWatcher>>,
+    /// The latest system sample, whole, when counters are private: each asker's view
+    /// of the counter keys is made from it.
+    latest: Mutex<Option<LatestSample>>,
+}
+
+/// A published model, when and how long it took.
+#[derive(Clone)]
+struct LatestSample {
+    model: Arc<Model>,
+    sample_us: f64,
+    at: Instant,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -142,6 +158,7 @@ impl Daemon {
             puts: Default::default(),
             scripts: Arc::default(),
             settings_watch: Mutex::new(None),
+            latest: Mutex::new(None),
         });
         basic::publish(&d.hub.cache);
         d
@@ -219,10 +236,38 @@ impl Daemon {
 
     /// Publishes a system sample and wakes watchers.
     pub fn publish_system(&self, m: &Model, sample_us: f64) {
-        system::publish(&self.hub.cache, m, sample_us);
+        if self.config.private_counters {
+            let full = Arc::new(m.clone());
+            let mut public = m.clone();
+            public.restrict_counters(Viewer::Nobody);
+            system::publish(&self.hub.cache, &public, sample_us);
+            if let Ok(mut l) = self.latest.lock() {
+                *l = Some(LatestSample {
+                    model: full,
+                    sample_us,
+                    at: Instant::now(),
+                });
+            }
+        } else {
+            system::publish(&self.hub.cache, m, sample_us);
+        }
         basic::refresh(&self.hub.cache);
         self.network.publish(&self.hub.cache, true);
         self.notify(Event::System);
+    }
+
+    /// A counter key (system::COUNTER_KEYS) as `uid` may read it (None: root, or the
+    /// daemon's own user): made from the latest sample.
+    fn counters_for(&self, key: &str, uid: Option<u32>) -> Option<Arc<Entry>> {
+        let latest = self.latest.lock().ok()?.clone()?;
+        let mut model = (*latest.model).clone();
+        model.restrict_counters(uid.map_or(Viewer::Everyone, Viewer::Uid));
+        let sample = system::Sample {
+            model: &model,
+            sample_us: latest.sample_us,
+        };
+        let json = system::value_json(key, &sample)?;
+        Some(Arc::new(Entry::made_at(json, latest.at)))
     }
 
     /// Re-publishes the network keys whenever the kernel announces a link, address or

@@ -13,13 +13,16 @@
 //!                                          LINK points at SECRET, then PUBLIC, in turn
 //!   ks-hostile hold ADDR N SECS            N connections that send part of an HTTP
 //!                                          request and wait; reconnect when closed
+//!   ks-hostile groups DIR N SECS           makes N control groups in DIR (a delegated
+//!                                          one), prints "made N", holds them SECS,
+//!                                          removes them and prints "removed"
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant};
 
 fn usage() -> ! {
-    eprintln!("usage: ks-hostile ask|listen|toggle|swap|hold ...");
+    eprintln!("usage: ks-hostile ask|listen|toggle|swap|hold|groups ...");
     std::process::exit(2);
 }
 
@@ -44,8 +47,27 @@ fn main() {
             a(2).parse().unwrap_or_else(|_| usage()),
             a(3).parse().unwrap_or_else(|_| usage()),
         ),
+        Some("groups") => groups(
+            &a(1),
+            a(2).parse().unwrap_or_else(|_| usage()),
+            a(3).parse().unwrap_or_else(|_| usage()),
+        ),
         _ => usage(),
     }
+}
+
+fn groups(dir: &str, n: usize, secs: u64) {
+    let names: Vec<String> = (0..n).map(|i| format!("{dir}/g{i:05}")).collect();
+    for p in &names {
+        std::fs::create_dir(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+    }
+    println!("made {n}");
+    let _ = std::io::stdout().flush();
+    std::thread::sleep(Duration::from_secs(secs));
+    for p in &names {
+        let _ = std::fs::remove_dir(p);
+    }
+    println!("removed");
 }
 
 fn ask(sock: &str, timeout_ms: u64) {

@@ -6,6 +6,7 @@
 //!   ks-workload burn THREADS MS [EXITED_THREADS EXITED_MS]
 //!       first EXITED_THREADS threads burn EXITED_MS each and exit; then THREADS threads
 //!       burn MS each and stay alive (parked)
+//!   ks-workload named NAME           names itself NAME with prctl, "ready", then sleeps
 //!   ks-workload rusage CMD ARGS...   run CMD, reap it with wait4, print "rusage PID CPU_NS
 //!                                    MAXRSS_BYTES" (what the kernel charged it)
 //!   ks-workload spin                 print "ready", then burn one CPU until killed
@@ -158,6 +159,16 @@ fn main() {
                     std::thread::sleep(d);
                 }
             }
+        }
+        Some("named") => {
+            // Names itself NAME (prctl PR_SET_NAME: any bytes, control characters
+            // included), prints "ready" and sleeps: a hostile process name.
+            let name =
+                std::ffi::CString::new(args.get(2).expect("ks-workload named NAME").as_bytes())
+                    .expect("no NUL in NAME");
+            // SAFETY: PR_SET_NAME with a NUL-terminated string (the kernel copies 15 bytes).
+            unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+            ready_and_wait();
         }
         Some("rusage") => {
             // Runs the rest of the arguments as a child, reaps it with wait4 and prints
