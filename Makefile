@@ -1,6 +1,7 @@
 # kernstat: the two Quick start commands, and a few helpers.
 #   make run    build (installing what is missing) and run `kernstat bar`
-#   make test   install what the tests need, then format check, clippy and every test
+#   make test   install what the tests need, then format check, clippy, a check that
+#               everything compiles for arm64 (aarch64-unknown-linux-gnu), and every test
 #   make install / make uninstall   (PREFIX=/usr/local, DESTDIR= for staging)
 #   make deb    a Debian package in target/debian/
 .PHONY: run test build deps deps-test bench fuzz install uninstall deb soak
@@ -12,6 +13,7 @@ run: deps
 test: deps-test
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo check --workspace --target aarch64-unknown-linux-gnu
 	cargo test --workspace --no-fail-fast
 
 build: deps

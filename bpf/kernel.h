@@ -87,21 +87,8 @@ struct user_msghdr {
 	size_t msg_iovlen;
 };
 
-#if defined(__TARGET_ARCH_x86)
-/* x86_64 syscall wrappers take the user registers; bpf_tracing.h reads arguments from
- * these fields by name. */
-struct pt_regs {
-	unsigned long di;
-	unsigned long si;
-	unsigned long dx;
-	unsigned long cx;
-	unsigned long r10;
-	unsigned long r8;
-	unsigned long r9;
-};
-#else
-struct pt_regs;
-#endif
+/* The user registers a syscall wrapper receives (writes.bpf.c's fexit programs). */
+#include "arch.h"
 
 /* The raw syscall tracepoints' context (syscalls:sys_enter_* and sys_exit_*). */
 struct trace_event_raw_sys_enter {

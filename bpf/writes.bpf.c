@@ -7,7 +7,8 @@
  * tracepoint:syscalls:sys_enter_write) switches on the syscall tracepoints, which put
  * every task on the machine on the slow syscall path. Two attachments, chosen by
  * userspace (the cheaper one when the kernel allows it):
- *  - fexit on the syscall wrappers (__x64_sys_write, ...): one program per syscall that
+ *  - fexit on the syscall wrappers (__x64_sys_write, __arm64_sys_write, ...: userspace
+ *    sets each program's target for the architecture): one program per syscall that
  *    sees arguments and result together; other syscalls, and other processes' other
  *    syscalls, pay nothing. Needs BPF trampolines (some kernels, like this project's CI
  *    kernel, refuse them: EPERM at load).
@@ -212,12 +213,12 @@ static __always_inline void record(__u32 tgid, __u8 sys, __u8 kind, __u64 asked,
 	__sync_fetch_and_add(&v->done[s], 1);
 }
 
-/* --- fexit on the x86_64 syscall wrappers ---------------------------------------- */
+/* --- fexit on the syscall wrappers (targets set by userspace, per architecture) ----- */
 
 #define CURRENT_TGID() ((__u32)(bpf_get_current_pid_tgid() >> 32))
 
 #define FEXIT_PLAIN(name, sys, fdarg, sizearg)                                          \
-	SEC("fexit/__x64_sys_" #name)                                                 \
+	SEC("fexit")                                                                    \
 	int BPF_PROG(fx_##name, const struct pt_regs *regs, long ret)                   \
 	{                                                                               \
 		__u32 tgid = CURRENT_TGID();                                              \
@@ -229,7 +230,7 @@ static __always_inline void record(__u32 tgid, __u8 sys, __u8 kind, __u64 asked,
 	}
 
 #define FEXIT_IOV(name, sys)                                                            \
-	SEC("fexit/__x64_sys_" #name)                                                 \
+	SEC("fexit")                                                                    \
 	int BPF_PROG(fx_##name, const struct pt_regs *regs, long ret)                   \
 	{                                                                               \
 		__u32 tgid = CURRENT_TGID();                                              \
@@ -242,7 +243,7 @@ static __always_inline void record(__u32 tgid, __u8 sys, __u8 kind, __u64 asked,
 	}
 
 #define FEXIT_MSG(name, sys)                                                            \
-	SEC("fexit/__x64_sys_" #name)                                                 \
+	SEC("fexit")                                                                    \
 	int BPF_PROG(fx_##name, const struct pt_regs *regs, long ret)                   \
 	{                                                                               \
 		__u32 tgid = CURRENT_TGID();                                              \

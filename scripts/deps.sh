@@ -9,11 +9,13 @@
 #          providers read, to make real layouts and compare answers (kubectl from
 #          kubernetes-client, direnv, python3's venv, sudo), and the shells, tmux and neovim
 #          the prompt hooks and the Lua example are driven in; and pyarrow and DuckDB
-#          (PyPI, in target/pyenv) that read the Parquet export.
+#          (PyPI, in target/pyenv) that read the Parquet export; and the arm64 C cross
+#          compiler with Rust's aarch64-unknown-linux-gnu target (rustup), with which
+#          `make test` checks that the whole workspace compiles for arm64.
 # Only missing packages are installed; nothing happens when all are present.
 set -eu
 build="clang libelf-dev zlib1g-dev pkg-config gcc make"
-peers="stress-ng util-linux libcap2-bin procps libbpf-tools bpftool git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace tmux zsh bash fish neovim iperf3"
+peers="gcc-aarch64-linux-gnu stress-ng util-linux libcap2-bin procps libbpf-tools bpftool git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace tmux zsh bash fish neovim iperf3"
 # The desktop pieces get their recommended packages too (icon theme, MIME data):
 # GTK programs started with a bare minimum tend to draw nothing and say little.
 desktop="sway waybar grim tesseract-ocr fonts-dejavu-core"
@@ -48,8 +50,17 @@ python_deps() {
   python3 -m venv "$pyenv"
   "$pyenv/bin/pip" install -q --disable-pip-version-check pyarrow duckdb
 }
+# Rust's arm64 standard library, for `cargo check --target aarch64-unknown-linux-gnu`.
+rust_arm64() {
+  [ "${1:-build}" = test ] || return 0
+  command -v rustup >/dev/null 2>&1 || return 0
+  rustup target list --installed 2>/dev/null | grep -q '^aarch64-unknown-linux-gnu$' && return 0
+  echo "kernstat: adding Rust's aarch64-unknown-linux-gnu target (rustup)" >&2
+  rustup target add aarch64-unknown-linux-gnu >&2
+}
 if [ -z "$need_lean$need_full" ]; then
   python_deps "${1:-build}"
+  rust_arm64 "${1:-build}"
   exit 0
 fi
 if [ "$(id -u)" != 0 ]; then
@@ -65,3 +76,4 @@ export DEBIAN_FRONTEND=noninteractive
 # shellcheck disable=SC2086
 [ -z "$need_full" ] || apt-get install -y -qq $need_full >/dev/null
 python_deps "${1:-build}"
+rust_arm64 "${1:-build}"

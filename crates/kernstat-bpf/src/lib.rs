@@ -9,6 +9,7 @@
 
 pub mod cgroups;
 pub mod exits;
+pub mod kernel;
 pub mod loader;
 pub mod net;
 pub mod ps;

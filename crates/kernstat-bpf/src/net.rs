@@ -21,6 +21,7 @@ use libbpf_rs::MapCore;
 use kernstat_model::net::{Attribution, NetCounters, NetProcSample, NetSample};
 use kernstat_model::raw::Comm;
 
+use crate::kernel::Attach;
 use crate::loader::{load_skel, log_tail, LoadError};
 use crate::skel::net::types::{ks_net_key, ks_net_val};
 use crate::skel::net::{NetSkel, NetSkelBuilder};
@@ -28,25 +29,6 @@ use crate::skel::net::{NetSkel, NetSkelBuilder};
 // The model's four kinds are the generated type's (bpf/net.h), checked at build time.
 // SAFETY: ks_net_val is plain old data; all zeroes is a valid value.
 const _: () = assert!(unsafe { std::mem::zeroed::<ks_net_val>() }.bytes[0].len() == 4);
-
-/// The hooks in use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Attach {
-    /// tp_btf on sock:sock_send_length / sock:sock_recv_length (6.3+).
-    Tracepoints,
-    /// fexit on sock_sendmsg / sock_recvmsg (older kernels with BPF trampolines).
-    Fexit,
-}
-
-impl Attach {
-    /// "tracepoints" or "fexit".
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Attach::Tracepoints => "tracepoints",
-            Attach::Fexit => "fexit",
-        }
-    }
-}
 
 /// The loaded counter.
 pub struct Net {
@@ -73,11 +55,7 @@ impl std::fmt::Debug for Net {
 /// 6.1.0-56: 0 of 400,000 bytes over TCP, UDP and Unix sockets). Where the static
 /// function exists in BTF it is the one to hook; sock_sendmsg calls it too.
 fn send_function() -> &'static str {
-    let split = libbpf_rs::btf::Btf::from_vmlinux().is_ok_and(|btf| {
-        btf.type_by_name::<libbpf_rs::btf::types::Func<'_>>("__sock_sendmsg")
-            .is_some()
-    });
-    if split {
+    if crate::kernel::features().split_sock_sendmsg {
         "__sock_sendmsg"
     } else {
         "sock_sendmsg"
@@ -96,8 +74,8 @@ fn open_and_load(attach: Attach) -> Result<NetSkel<'static>, LoadError> {
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
             let wanted = match attach {
-                Attach::Tracepoints => name.starts_with("tp_"),
-                Attach::Fexit => name.starts_with("fx_"),
+                Attach::TpBtf => name.starts_with("tp_"),
+                _ => name.starts_with("fx_"),
             };
             prog.set_autoload(wanted);
             if wanted && name == "fx_send" {
@@ -117,7 +95,11 @@ impl Net {
         let order: &[Attach] = if force_fexit {
             &[Attach::Fexit]
         } else {
-            &[Attach::Tracepoints, Attach::Fexit]
+            if crate::kernel::features().sock_length_tracepoints {
+                &[Attach::TpBtf, Attach::Fexit]
+            } else {
+                &[Attach::Fexit]
+            }
         };
         for &attach in order {
             match open_and_load(attach) {

@@ -14,6 +14,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use kernstat_model::hist::{Hist, SLOTS};
 
+use crate::kernel::Attach;
 use crate::loader::{load_skel, LoadError};
 use crate::skel::runqlat::types::ks_rq_hist;
 use crate::skel::runqlat::{RunqlatSkel, RunqlatSkelBuilder};
@@ -47,44 +48,10 @@ pub struct Config {
     pub force_raw_tp: bool,
 }
 
-/// Which attachment is in use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AttachKind {
-    /// BTF-typed tracepoints (5.5+), task-local storage.
-    TpBtf,
-    /// Raw tracepoints, a tid hash.
-    RawTp,
-}
-
-impl AttachKind {
-    /// "tp_btf" or "raw_tp".
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttachKind::TpBtf => "tp_btf",
-            AttachKind::RawTp => "raw_tp",
-        }
-    }
-}
-
-/// Whether the kernel can attach BTF-typed tracepoints (it has the btf_trace_* types,
-/// 5.5+) and task-local storage for them (5.11+: bpf_task_storage_get is there).
-pub fn tp_btf_supported() -> bool {
-    let Ok(btf) = libbpf_rs::btf::Btf::from_vmlinux() else {
-        return false;
-    };
-    let has_tp = btf
-        .type_by_name::<libbpf_rs::btf::types::Typedef<'_>>("btf_trace_sched_switch")
-        .is_some();
-    let has_storage = btf
-        .type_by_name::<libbpf_rs::btf::types::Func<'_>>("bpf_task_storage_get")
-        .is_some();
-    has_tp && has_storage
-}
-
 /// The loaded tracer.
 pub struct Runqlat {
     skel: RunqlatSkel<'static>,
-    attach: AttachKind,
+    attach: Attach,
     ncpus: usize,
 }
 
@@ -112,13 +79,13 @@ fn to_hist(bytes: &[u8]) -> Hist {
 impl Runqlat {
     /// Loads and attaches with `cfg`.
     pub fn load(cfg: &Config) -> Result<Self, LoadError> {
-        let attach = if !cfg.force_raw_tp && tp_btf_supported() {
-            AttachKind::TpBtf
+        let attach = if !cfg.force_raw_tp && crate::kernel::features().tp_btf {
+            Attach::TpBtf
         } else {
-            AttachKind::RawTp
+            Attach::RawTp
         };
         let skel = load_skel(RunqlatSkelBuilder::default(), "runqlat", |open| {
-            let btf = attach == AttachKind::TpBtf;
+            let btf = attach == Attach::TpBtf;
             open.progs.rq_wakeup.set_autoload(btf);
             open.progs.rq_wakeup_new.set_autoload(btf);
             open.progs.rq_switch.set_autoload(btf);
@@ -158,7 +125,7 @@ impl Runqlat {
     }
 
     /// Which attachment was chosen.
-    pub fn attach_kind(&self) -> AttachKind {
+    pub fn attach_kind(&self) -> Attach {
         self.attach
     }
 
@@ -253,12 +220,12 @@ impl Runqlat {
     pub fn programs(&self) -> Vec<(&'static str, BorrowedFd<'_>)> {
         let p = &self.skel.progs;
         match self.attach {
-            AttachKind::TpBtf => vec![
+            Attach::TpBtf => vec![
                 ("sched_switch", p.rq_switch.as_fd()),
                 ("sched_wakeup", p.rq_wakeup.as_fd()),
                 ("sched_wakeup_new", p.rq_wakeup_new.as_fd()),
             ],
-            AttachKind::RawTp => vec![
+            _ => vec![
                 ("sched_switch", p.rq_switch_raw.as_fd()),
                 ("sched_wakeup", p.rq_wakeup_raw.as_fd()),
                 ("sched_wakeup_new", p.rq_wakeup_new_raw.as_fd()),

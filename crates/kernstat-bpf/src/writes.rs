@@ -16,6 +16,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use kernstat_model::writes::{FileKind, SizeStats, Syscall, SIZE_SLOTS};
 
+use crate::kernel::Attach;
 use crate::loader::{load_skel, log_tail, LoadError};
 use crate::skel::writes::types::{ks_wr_key, ks_wr_val};
 use crate::skel::writes::{OpenWritesSkel, WritesSkel, WritesSkelBuilder};
@@ -59,25 +60,6 @@ pub struct Config {
     pub family: Family,
     /// Use the syscall tracepoints even where fexit works (to test that path).
     pub force_tracepoints: bool,
-}
-
-/// The attachment in use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Attach {
-    /// fexit on the syscall wrappers.
-    Fexit,
-    /// syscalls:sys_enter_* / sys_exit_* tracepoints.
-    Tracepoints,
-}
-
-impl Attach {
-    /// "fexit" or "tracepoints".
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Attach::Fexit => "fexit",
-            Attach::Tracepoints => "tracepoints",
-        }
-    }
 }
 
 /// The loaded tracer.
@@ -137,7 +119,14 @@ fn configure(
         } else {
             (false, String::new())
         };
-        prog.set_autoload(kind_ok && wanted.contains(&sys.as_str()));
+        let load = kind_ok && wanted.contains(&sys.as_str());
+        prog.set_autoload(load);
+        if load && attach == Attach::Fexit {
+            // The syscall wrapper of this architecture (bpf/arch.h reads its registers).
+            let target = crate::kernel::syscall_function(&sys);
+            prog.set_attach_target(0, Some(target))
+                .map_err(|e| crate::loader::failed(format!("choosing the hook of {sys}"), e))?;
+        }
     }
     let rodata = open
         .maps

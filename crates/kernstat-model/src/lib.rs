@@ -15,16 +15,16 @@ pub mod ps;
 pub mod raw;
 pub mod record;
 pub mod runqlat;
+pub mod sample;
 pub mod text;
 pub mod top;
 pub mod writes;
 
-pub use model::{
-    Alert, Level, MemModel, Model, ModelOptions, ProcRate, Threshold, Thresholds, TOP_N,
-};
+pub use model::{Alert, Level, MemModel, Model, ModelOptions, ProcRate, Threshold, Thresholds};
 pub use raw::{
     BatterySample, Comm, CoreTimes, GpuDriver, GpuSample, Hardware, MemInfo, ProcSample, Psi,
-    PsiLine, RawSample, Source, SystemSample, TaskName, TaskTable, Viewer,
+    PsiLine, Source, SystemSample, TaskName, TaskTable, Viewer,
 };
+pub use sample::RawSample;
 pub use text::ShortStr;
-pub use top::{Top, TopEntry};
+pub use top::{Top, TopEntry, TOP_N};

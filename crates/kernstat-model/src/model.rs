@@ -7,11 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::raw::{Comm, Hardware, MemInfo, Psi, RawSample, Source};
-use crate::top::{Top, TopEntry};
-
-/// How many processes each top list holds.
-pub const TOP_N: usize = 5;
+use crate::raw::{Comm, Hardware, MemInfo, Psi, Source};
+use crate::sample::RawSample;
+use crate::top::{Top, TopEntry, TOP_N};
 
 /// One process over the interval between two samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]

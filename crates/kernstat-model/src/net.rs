@@ -210,7 +210,7 @@ pub struct NetModel {
     /// See `exited_rx_bytes`.
     pub exited_tx_bytes: u64,
     /// The busiest processes (value: received + sent bytes/s; extra: sent bytes/s).
-    pub top: Top<{ crate::TOP_N }>,
+    pub top: Top<{ crate::top::TOP_N }>,
     /// Sends and receives not counted since the collector started (its table was full).
     pub lost: u64,
 }

@@ -330,18 +330,3 @@ pub struct SystemSample {
     /// Sensors and devices.
     pub hw: Hardware,
 }
-
-/// One complete sample.
-#[derive(Clone, Debug, Default)]
-pub struct RawSample {
-    /// Which mechanism produced the task table and busy time.
-    pub source: Source,
-    /// Machine-wide values.
-    pub sys: SystemSample,
-    /// Per-process values.
-    pub tasks: TaskTable,
-    /// Network: per process (where a collector counts it) and per interface.
-    pub net: crate::net::NetSample,
-    /// Control groups, where a collector reads them (the daemon, snapshot); empty else.
-    pub cgroups: crate::cgroup::CgroupTree,
-}

@@ -4,6 +4,9 @@ use serde::ser::{Serialize, SerializeSeq, Serializer};
 
 use crate::raw::Comm;
 
+/// How many processes each top list holds.
+pub const TOP_N: usize = 5;
+
 /// One process in a top list.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]

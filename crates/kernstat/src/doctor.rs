@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use kernstat_bpf::loader::{has_bpf_privileges, VMLINUX_BTF};
-use kernstat_bpf::writes::{self, Writes};
 use serde_json::json;
 
 use crate::cli::DoctorArgs;
@@ -45,28 +44,15 @@ fn lockdown() -> Option<String> {
     Some(s[start..end].to_string())
 }
 
-/// Tries a BPF trampoline (fexit) attach with the writes collector, filtered to this
-/// process so that it costs nothing elsewhere; None when it cannot be tried.
+/// Whether BPF trampolines attach here (kernstat-bpf's one probe, which mounts nothing:
+/// the collector's fallback would mount tracefs, and doctor then reported "tracefs: no"
+/// on a freshly booted machine while mounting it).
 fn trampolines() -> Option<Result<(), String>> {
-    let cfg = writes::Config {
-        pids: vec![std::process::id()],
-        ..writes::Config::default()
-    };
-    // Only fexit is tried: the collector's fallback would mount tracefs, and doctor
-    // then reported "tracefs: no" on a freshly booted machine while mounting it.
-    match Writes::fexit_available(&cfg) {
+    match kernstat_bpf::kernel::trampolines() {
         Ok(()) => Some(Ok(())),
-        Err(e) => {
-            // libbpf's own log (the verifier's reasons) only when asked for: the row
-            // says what failed in one line.
-            if std::env::var_os("KERNSTAT_DEBUG").is_some() {
-                eprintln!("kernstat doctor: fexit: {e}");
-            }
-            Some(Err(format!(
-                "the kernel refused the fexit attach (BPF trampolines unavailable): {}",
-                e.summary()
-            )))
-        }
+        Err(e) => Some(Err(format!(
+            "the kernel refused the fexit attach (BPF trampolines unavailable): {e}"
+        ))),
     }
 }
 
@@ -93,7 +79,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
     let kprobes = Path::new("/sys/bus/event_source/devices/kprobe/type").exists();
     let lockdown = lockdown();
     let unpriv = read("/proc/sys/kernel/unprivileged_bpf_disabled");
-    let tp_btf = btf && kernstat_bpf::runqlat::tp_btf_supported();
+    let tp_btf = btf && kernstat_bpf::kernel::features().tp_btf;
     let bpf = btf && privileged;
     let fexit = if bpf { trampolines() } else { None };
 
@@ -124,12 +110,10 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
     let network = if bpf {
         match kernstat_bpf::net::Net::load(false) {
             Ok(n) => match n.attach() {
-                kernstat_bpf::net::Attach::Tracepoints => {
+                kernstat_bpf::kernel::Attach::TpBtf => {
                     "tp_btf on sock:sock_send_length/sock_recv_length, by caller".to_string()
                 }
-                kernstat_bpf::net::Attach::Fexit => {
-                    format!("fexit on {}/sock_recvmsg, by caller", n.send_hook())
-                }
+                _ => format!("fexit on {}/sock_recvmsg, by caller", n.send_hook()),
             },
             Err(e) => format!("per-process unavailable ({}); links only", e.summary()),
         }
