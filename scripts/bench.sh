@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 K=./target/release/kernstat
 W=./target/release/ks-workload
 FL=./target/release/ks-first-line
-cargo build --release -q -p kernstat -p kernstat-testkit
+cargo build --release -q -p kernstat -p kernstat-front -p kernstat-testkit
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 

@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use kernstat_daemon::{providers, Cache, Config, Daemon, Session};
+use kernstat_client::Session;
+use kernstat_daemon::{providers, Cache, Config, Daemon};
 use kernstat_model::Model;
 
 fn pin_to(cpu: usize) {

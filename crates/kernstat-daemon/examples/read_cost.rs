@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use kernstat_daemon::{shm, Session};
+use kernstat_client::{shm, Session};
 
 fn own_cpu_ns() -> u64 {
     // SAFETY: getrusage fills the struct it is given.

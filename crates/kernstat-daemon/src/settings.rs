@@ -140,8 +140,8 @@ pub fn default_path() -> Option<PathBuf> {
 
 /// Whether a name is taken by a built-in key family.
 fn builtin(name: &str) -> bool {
-    crate::providers::context::provider(name).is_some()
-        || !crate::providers::keys_under(name).is_empty()
+    kernstat_client::keys::context::provider(name).is_some()
+        || !kernstat_client::keys::keys_under(name).is_empty()
         || matches!(name, "var" | "level" | "source" | "snapshot" | "summary")
 }
 
@@ -150,14 +150,14 @@ impl Settings {
     pub fn parse(text: &str) -> Result<Settings, String> {
         let s: Settings = toml::from_str(text).map_err(|e| e.to_string().trim().to_string())?;
         for name in &s.providers.disabled {
-            if crate::providers::context::provider(name).is_none() {
+            if kernstat_client::keys::context::provider(name).is_none() {
                 return Err(format!(
                     "[providers] disabled: {name:?} is not a context provider"
                 ));
             }
         }
         for (name, secs) in &s.providers.intervals {
-            if crate::providers::context::provider(name).is_none() {
+            if kernstat_client::keys::context::provider(name).is_none() {
                 return Err(format!(
                     "[providers.intervals] {name:?} is not a context provider"
                 ));

@@ -11,7 +11,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{ask, session, start, start_with, wait_for, TestDaemon};
-use kernstat_daemon::{Config, Session};
+use kernstat_client::Session;
+use kernstat_daemon::Config;
 use serde_json::{json, Value};
 
 /// A `get` with a path and an environment, as `kernstat get` sends it.
@@ -176,7 +177,7 @@ fn kubecontext_agrees_with_kubectl_across_two_files_and_follows_use_context() {
             let mut env = std::collections::BTreeMap::new();
             env.insert("HOME".to_string(), hs);
             env.insert("KUBECONFIG".to_string(), list);
-            let q = kernstat_daemon::Query {
+            let q = kernstat_client::Query {
                 key: "kubecontext.context",
                 path: None,
                 env: Some(&env),

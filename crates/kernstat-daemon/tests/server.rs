@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::{ask, model, session, start, start_with, wait_for, TestDaemon};
-use kernstat_daemon::{Config, Session};
+use kernstat_client::Session;
+use kernstat_daemon::Config;
 use kernstat_model::model::ProcRate;
 use serde_json::Value;
 
@@ -557,7 +558,7 @@ fn peer_credentials_are_checked() {
 
 mod props {
     use super::*;
-    use kernstat_daemon::protocol::{self, Request};
+    use kernstat_client::protocol::{self, Request};
     use proptest::prelude::*;
     use proptest::test_runner::TestRunner;
 

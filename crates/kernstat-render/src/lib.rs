@@ -4,7 +4,6 @@
 #![deny(missing_docs)]
 
 pub mod bar;
-pub mod fill;
 pub mod hist;
 pub mod human;
 pub mod plot;

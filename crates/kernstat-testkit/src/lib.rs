@@ -168,13 +168,27 @@ pub fn hostile_bin() -> std::path::PathBuf {
     BUILT.get_or_init(|| build_bin("ks-hostile")).clone()
 }
 
+/// `kernstat`, the small front program (package kernstat-front), built beside the test
+/// binaries if it is not there yet (it is another package's binary, which cargo does not
+/// build for this package's tests on its own).
+pub fn front_bin() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| build_package_bin("kernstat-front", "kernstat"))
+        .clone()
+}
+
 fn build_bin(name: &str) -> std::path::PathBuf {
+    build_package_bin("kernstat-testkit", name)
+}
+
+fn build_package_bin(package: &str, name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     // target/<profile>/deps/<test> -> target/<profile>/NAME
     let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-q", "-p", "kernstat-testkit", "--bin", name]);
+    cmd.args(["build", "-q", "-p", package, "--bin", name]);
     if dir.file_name().map(|n| n == "release").unwrap_or(false) {
         cmd.arg("--release");
     }

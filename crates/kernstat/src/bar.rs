@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use kernstat_daemon::lookup;
+use kernstat_client::lookup;
 use kernstat_model::{Model, ModelOptions, RawSample, Source};
 use kernstat_render::{BarFormat, BarRenderer, Template, TickInfo, FIELDS};
 
@@ -166,14 +166,14 @@ struct DaemonSummary {
 /// `watch` stream.
 enum Feed {
     Shm(Box<lookup::Follow>),
-    Socket(kernstat_daemon::client::Watch),
+    Socket(kernstat_client::session::Watch),
 }
 
 impl Feed {
     fn open(socket: Option<&Path>) -> Result<(PathBuf, Feed), String> {
         let sock = match socket {
             Some(p) => p.to_path_buf(),
-            None => kernstat_daemon::default_socket().map_err(|e| e.to_string())?,
+            None => kernstat_client::default_socket().map_err(|e| e.to_string())?,
         };
         if let Some(f) = lookup::Follow::new(sock.clone(), "summary") {
             return Ok((sock, Feed::Shm(Box::new(f))));

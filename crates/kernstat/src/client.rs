@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use kernstat_daemon::lookup::{self, Lookup};
+use kernstat_client::fill;
+use kernstat_client::lookup::{self, Lookup};
+use kernstat_client::{default_socket, Query, Reply, Session};
 use kernstat_daemon::providers::context::{self, Client, Env};
 use kernstat_daemon::providers::{self, basic, git, system};
-use kernstat_daemon::{default_socket, Cache, Query, Reply, Session};
+use kernstat_daemon::Cache;
 use kernstat_model::{Model, ModelOptions, RawSample};
-use kernstat_render::fill;
 
 use crate::cli::{EvalArgs, Format, GetArgs, PutArgs, StatusArgs, WatchArgs};
 use crate::collect::{CollectOptions, Collector};
@@ -402,7 +403,7 @@ fn direct(key: &str, path: Option<&str>) -> anyhow::Result<Reply> {
         })?;
         let (mut a, mut b) = (RawSample::default(), RawSample::default());
         c.sample(&mut a)?;
-        if system::metric_of(key).is_some_and(|m| m.kind == system::Kind::Rate) {
+        if system::system_key(key).is_some_and(|m| m.kind == system::Kind::Rate) {
             std::thread::sleep(DIRECT_WINDOW);
         }
         c.sample(&mut b)?;

@@ -13,7 +13,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use kernstat_daemon::{client::SYSTEM_SOCKET, Access, Config, Daemon};
+use kernstat_client::runtime::SYSTEM_SOCKET;
+use kernstat_daemon::{Access, Config, Daemon};
 use kernstat_model::{Model, ModelOptions, RawSample, Source};
 
 use crate::cli::DaemonArgs;
@@ -132,7 +133,7 @@ impl Plan {
         };
         let socket = args.socket.clone().unwrap_or_else(|| match args.system {
             true => PathBuf::from(SYSTEM_SOCKET),
-            false => kernstat_daemon::client::user_socket(),
+            false => kernstat_client::session::user_socket(),
         });
         Ok(Plan {
             switch_to,
@@ -159,7 +160,7 @@ struct Opened {
     collector: crate::collect::Collector,
     metrics: Option<MetricsSources>,
     listener: Option<std::os::unix::net::UnixListener>,
-    snapshot: Option<(kernstat_daemon::shm::Writer, bool)>,
+    snapshot: Option<(kernstat_shm::Writer, bool)>,
     /// The flight recorder (--record).
     recorder: Option<crate::recorder::Recorder>,
 }
@@ -186,7 +187,7 @@ impl Opened {
         // A socket directory another user could have made (or replace files in) is
         // refused before anything is loaded: one sentence, exit 2.
         if let Some(dir) = plan.socket.parent() {
-            if let Err(e) = kernstat_daemon::runtime::prepare(dir, args.system) {
+            if let Err(e) = kernstat_client::runtime::prepare(dir, args.system) {
                 eprintln!("kernstat daemon: {e}");
                 return Ok(Err(2));
             }
@@ -293,7 +294,7 @@ fn load_settings(
 /// daemon's only the machine's keys (0644: every local user may connect), without
 /// per-process keys where /proc hides other users' processes, and none at all when
 /// --allow narrows who may connect. With whether it holds per-path keys.
-fn make_snapshot(args: &DaemonArgs, plan: &Plan) -> Option<(kernstat_daemon::shm::Writer, bool)> {
+fn make_snapshot(args: &DaemonArgs, plan: &Plan) -> Option<(kernstat_shm::Writer, bool)> {
     let (mode, scoped) = match (args.system, args.allow.is_empty()) {
         (false, _) => (0o600, true),
         (true, true) => (0o644, false),
@@ -301,7 +302,7 @@ fn make_snapshot(args: &DaemonArgs, plan: &Plan) -> Option<(kernstat_daemon::shm
     };
     let path = plan.socket.with_file_name("snapshot");
     let interval_ms = args.interval.as_millis().min(u128::from(u32::MAX)) as u32;
-    match kernstat_daemon::shm::Writer::create(&path, mode, interval_ms) {
+    match kernstat_shm::Writer::create(&path, mode, interval_ms) {
         Ok(w) => Some((w, scoped)),
         Err(e) => {
             eprintln!(
@@ -441,7 +442,7 @@ impl Serving {
             } else {
                 &[]
             };
-            rt.spawn(kernstat_daemon::shm::publish(
+            rt.spawn(kernstat_daemon::shm_publish::publish(
                 daemon.clone(),
                 writer,
                 scoped,

@@ -10,7 +10,7 @@ use crate::cli::Format;
 
 /// A value as one line of text: strings bare, null empty, anything else as JSON.
 pub fn text(v: &Value) -> String {
-    kernstat_daemon::client::value_text(v)
+    kernstat_client::session::value_text(v)
 }
 
 /// The shell variable for `key`: `KS_` and the key upper-cased, anything but letters

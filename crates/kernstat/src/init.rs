@@ -8,8 +8,8 @@
 
 use std::io::Write;
 
-use kernstat_daemon::providers::{self, context};
-use kernstat_daemon::{default_socket, Session};
+use kernstat_client::keys::{self as providers, context};
+use kernstat_client::{default_socket, Session};
 
 use crate::autostart;
 use crate::cli::{InitArgs, Shell};

@@ -1,7 +1,7 @@
 //! kernstat: a Linux observer that costs almost nothing.
 //!
 //! This program (`kernstat-full`: `kernstat` answers `get` from shared memory itself and
-//! execs this for everything else, see front.rs) parses the command line and dispatches;
+//! execs this for everything else, see kernstat-front) parses the command line and dispatches;
 //! each command is a module. Errors reach the user as one line on stderr and a non-zero
 //! status; a closed stdout is not an error (status 0).
 
@@ -42,7 +42,7 @@ use clap::Parser;
 static GLOBAL: alloc::CountingAlloc = alloc::CountingAlloc;
 
 fn main() {
-    // `kernstat` runs this program as `kernstat-full` (see front.rs); top, htop, pgrep -x
+    // `kernstat` runs this program as `kernstat-full` (see kernstat-front); top, htop, pgrep -x
     // and `kernstat ps` show the name people typed. SAFETY: PR_SET_NAME with a
     // NUL-terminated name of under 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"kernstat".as_ptr()) };

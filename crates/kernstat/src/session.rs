@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 
-use kernstat_daemon::providers::context;
-use kernstat_daemon::{default_socket, Lookup, Reply};
+use kernstat_client::keys::context;
+use kernstat_client::{default_socket, Lookup, Reply};
 
 use crate::cli::SessionArgs;
 use crate::{client, format};
@@ -111,7 +111,7 @@ impl Session {
                     return vec![String::new(); keys.len()];
                 }
             },
-            None => kernstat_daemon::lookup::Fetched {
+            None => kernstat_client::lookup::Fetched {
                 replies: vec![None; keys.len()],
                 unreachable: Some("no usable runtime directory".into()),
             },

@@ -628,7 +628,7 @@ fn hostile_clients_leave_no_trace_and_a_normal_client_is_answered_throughout() {
             })
             .collect();
         // A normal client, on one held connection, all along.
-        let mut s = kernstat_daemon::Session::connect(&sock).unwrap();
+        let mut s = kernstat_client::Session::connect(&sock).unwrap();
         s.set_timeout(Some(Duration::from_secs(10))).unwrap();
         let t = Instant::now();
         let mut answered = 0;

@@ -227,7 +227,7 @@ fn network_follows_links_addresses_and_routes_through_netlink() {
     // Traffic of a known size between two samples, each way: 2,000 UDP datagrams of
     // 1,000 bytes, 1,042 bytes each on the wire, counted by the kernel on v0 as well.
     let refresh = || {
-        let mut s = kernstat_daemon::Session::connect(&d.sock).unwrap();
+        let mut s = kernstat_client::Session::connect(&d.sock).unwrap();
         s.op("refresh").unwrap();
         std::thread::sleep(Duration::from_millis(300));
     };

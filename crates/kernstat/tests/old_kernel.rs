@@ -171,7 +171,7 @@ fn in_guest(script: &str) -> Option<String> {
     let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/oldkernel.sh");
     let out = Command::new(runner)
         .arg(&path)
-        .arg(env!("CARGO_BIN_EXE_kernstat"))
+        .arg(kernstat_testkit::front_bin())
         .arg(env!("CARGO_BIN_EXE_kernstat-full"))
         .arg(kernstat_testkit::workload_bin())
         .output()

@@ -15,7 +15,8 @@ fn repo() -> PathBuf {
 }
 
 fn kernstat() -> &'static str {
-    env!("CARGO_BIN_EXE_kernstat")
+    static FRONT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FRONT.get_or_init(|| kernstat_testkit::front_bin().to_str().unwrap().to_string())
 }
 
 fn ok(out: &Output, what: &str) -> String {

@@ -445,7 +445,7 @@ fn capabilities_on_kernstat_full_give_an_unprivileged_user_bpf() {
     let front = dir.path().join("kernstat");
     let full = dir.path().join("kernstat-full");
     for (from, to) in [
-        (env!("CARGO_BIN_EXE_kernstat"), &front),
+        (common::kernstat().to_str().unwrap(), &front),
         (env!("CARGO_BIN_EXE_kernstat-full"), &full),
     ] {
         std::fs::copy(from, to).unwrap();

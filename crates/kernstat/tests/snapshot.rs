@@ -127,7 +127,7 @@ fn get_reads_the_snapshot_and_asks_the_socket_only_for_what_it_lacks() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("computed directly"));
 }
 
-/// `kernstat` (src/front.rs) answers `get KEY` and `eval TEMPLATE` from the snapshot
+/// `kernstat` (crates/kernstat-front) answers `get KEY` and `eval TEMPLATE` from the snapshot
 /// itself and execs `kernstat-full` for everything else: both must print the same thing for the same
 /// question, and the fast path must start no second program (execve counted by strace).
 #[test]

@@ -95,8 +95,14 @@ fn waybar_draws_kernstat_text_and_class() {
     // Both programs: `kernstat` execs `kernstat-full` from its own directory.
     let bin = d.join("kernstat");
     for (from, to) in [
-        (env!("CARGO_BIN_EXE_kernstat"), bin.clone()),
-        (env!("CARGO_BIN_EXE_kernstat-full"), d.join("kernstat-full")),
+        (
+            kernstat_testkit::front_bin().to_str().unwrap().to_string(),
+            bin.clone(),
+        ),
+        (
+            env!("CARGO_BIN_EXE_kernstat-full").to_string(),
+            d.join("kernstat-full"),
+        ),
     ] {
         fs::copy(from, &to).unwrap();
         fs::set_permissions(&to, fs::Permissions::from_mode(0o755)).unwrap();

@@ -205,7 +205,7 @@ pub async fn serve(
 }
 
 fn now_ns() -> u64 {
-    crate::shm::now_ns()
+    kernstat_shm::now_ns()
 }
 
 /// One open connection: its last activity (CLOCK_MONOTONIC ns: accepted, or a request

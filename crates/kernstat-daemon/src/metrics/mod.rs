@@ -656,11 +656,11 @@ impl Collector for Scrape {
             match (m.prom, (m.value)(&sample)) {
                 (Prom::Gauge(name, scale), Some(v)) => {
                     if let Some(v) = v.as_f64() {
-                        single(enc, name, m.help, Gauge, v * scale)?;
+                        single(enc, name, m.info().help, Gauge, v * scale)?;
                     }
                 }
                 (Prom::Info(name, label), Some(crate::providers::system::Value::Text(t))) => {
-                    info(enc, name, m.help, label, t)?;
+                    info(enc, name, m.info().help, label, t)?;
                 }
                 _ => {}
             }

@@ -12,24 +12,7 @@ fn field(b: &[libc::c_char]) -> String {
         .into_owned()
 }
 
-/// Every key this provider publishes.
-pub const BASIC_KEYS: &[(&str, &str)] = &[
-    ("hostname.name", "host name"),
-    ("hostname.short", "host name up to the first dot"),
-    ("user.name", "the daemon's user"),
-    ("user.uid", "the daemon's uid"),
-    ("uname.sysname", "kernel name (Linux)"),
-    ("uname.release", "kernel release"),
-    ("uname.version", "kernel build version"),
-    ("uname.machine", "hardware name (x86_64)"),
-    ("uptime.seconds", "seconds since boot"),
-    ("uptime.days", "whole days since boot"),
-    ("uptime.hours", "hours since boot, after the days (0-23)"),
-    (
-        "uptime.minutes",
-        "minutes since boot, after the hours (0-59)",
-    ),
-];
+pub use kernstat_client::keys::host::BASIC_KEYS;
 
 fn put_str(cache: &Cache, key: &str, v: &str) {
     if let Ok(j) = serde_json::to_vec(v) {

@@ -20,33 +20,7 @@ use std::time::Instant;
 
 use crate::cache::Cache;
 
-/// Every key this provider publishes.
-pub const NETWORK_KEYS: &[(&str, &str)] = &[
-    (
-        "network.interface",
-        "the interface of the default route (null without one)",
-    ),
-    ("network.ip", "its IPv4 address"),
-    ("network.ipv6", "its global IPv6 address"),
-    (
-        "network.online",
-        "a default route on an interface that is up and has an address",
-    ),
-    (
-        "network.vpn_active",
-        "a tun/tap or WireGuard interface is up and carries a route",
-    ),
-    ("network.vpn_name", "that interface's name"),
-    (
-        "network.ssid",
-        "the wifi network's name (not read yet: no value)",
-    ),
-    (
-        "network.rx_bps",
-        "bytes/s received on the default interface",
-    ),
-    ("network.tx_bps", "bytes/s sent on the default interface"),
-];
+pub use kernstat_client::keys::host::NETWORK_KEYS;
 
 /// What was found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

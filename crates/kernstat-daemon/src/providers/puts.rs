@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::cache::Cache;
 
 /// The namespace clients may write.
-pub const PREFIX: &str = "var.";
+pub use kernstat_client::keys::PUT_PREFIX as PREFIX;
 /// Longest key.
 pub const MAX_KEY: usize = 128;
 /// Largest value (its JSON).

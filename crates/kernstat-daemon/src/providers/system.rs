@@ -2,55 +2,21 @@
 //! the whole snapshot (for `kernstat bar --daemon`). Keys for devices the machine lacks
 //! (battery, GPU, temperature...) are simply not published.
 //!
-//! One table, [`METRICS`], says everything about a key: its name, what it means, its
-//! unit, whether it is a rate (needs two samples some time apart), and how to read it
-//! from a model. Publishing, `kernstat get --list`, the direct (daemon-less) path, the
-//! documentation check and the Prometheus endpoint all read this table, so a key cannot
-//! be published without being documented, or documented without being published.
+//! The catalogue (kernstat-client's keys::system: [`SYSTEM_KEYS`]) says what each key
+//! means, its unit and whether it is a rate; [`METRICS`] here reads each one from a
+//! model, in the same order (a test checks it), and says how it appears on the
+//! Prometheus endpoint. Publishing, the direct (daemon-less) path and the endpoint read
+//! this table; `get --list` and the documentation check read the catalogue.
 
+pub use kernstat_client::keys::system::{
+    is_cgroup_key, system_key, KeyInfo, Kind, Unit, CGROUP_FIELDS, CGROUP_PREFIX, COUNTER_KEYS,
+    PER_PROCESS_KEYS, SYSTEM_KEYS,
+};
 use kernstat_model::{Model, Top, TOP_N};
 use kernstat_render::SnapshotView;
 use serde::{Serialize, Serializer};
 
 use crate::cache::Cache;
-
-/// Whether a value is a reading of one instant or needs two samples some time apart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// A reading of one instant (memory used, load average).
-    Instant,
-    /// A rate or a share of time over the sampling interval (CPU %, bytes/s).
-    Rate,
-}
-
-/// What a value is measured in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    /// Percent (0–100).
-    Percent,
-    /// Bytes.
-    Bytes,
-    /// Bytes per second.
-    BytesPerSecond,
-    /// Megahertz.
-    Megahertz,
-    /// Degrees Celsius.
-    Celsius,
-    /// Watts.
-    Watts,
-    /// A count (processes, tasks).
-    Count,
-    /// A load average (runnable + uninterruptible tasks).
-    Load,
-    /// A word from a small set (power profile, battery status, alert level).
-    Text,
-    /// true or false.
-    Bool,
-    /// Seconds.
-    Seconds,
-    /// A JSON list or object (see the help).
-    Json,
-}
 
 /// A value read from a model, serialised as the JSON clients receive.
 #[derive(Debug)]
@@ -143,17 +109,11 @@ pub enum Prom {
     Info(&'static str, &'static str),
 }
 
-/// One key.
+/// One key's value.
 #[derive(Clone, Copy)]
 pub struct Metric {
-    /// The key clients ask for.
+    /// The key clients ask for (the catalogue's row of the same place).
     pub key: &'static str,
-    /// What it means (for `get --list`, the docs and Prometheus' HELP).
-    pub help: &'static str,
-    /// Its unit.
-    pub unit: Unit,
-    /// Instant reading or rate.
-    pub kind: Kind,
     /// Its value in a sample; None when the machine lacks the device.
     pub value: for<'a> fn(&Sample<'a>) -> Option<Value<'a>>,
     /// Its series on the Prometheus endpoint.
@@ -166,18 +126,9 @@ impl std::fmt::Debug for Metric {
     }
 }
 
-const fn metric(
-    key: &'static str,
-    help: &'static str,
-    unit: Unit,
-    kind: Kind,
-    value: for<'a> fn(&Sample<'a>) -> Option<Value<'a>>,
-) -> Metric {
+const fn metric(key: &'static str, value: for<'a> fn(&Sample<'a>) -> Option<Value<'a>>) -> Metric {
     Metric {
         key,
-        help,
-        unit,
-        kind,
         value,
         prom: Prom::None,
     }
@@ -187,6 +138,11 @@ impl Metric {
     /// The same key, exported to Prometheus as `prom`.
     const fn exported(self, prom: Prom) -> Metric {
         Metric { prom, ..self }
+    }
+
+    /// What the catalogue says of it (help, unit, kind).
+    pub fn info(&self) -> &'static KeyInfo {
+        system_key(self.key).expect("every metric is in the catalogue (tests check it)")
     }
 }
 
@@ -199,409 +155,167 @@ fn snapshot_json(s: &Sample<'_>, model: &Model) -> Vec<u8> {
     .unwrap_or_else(|_| b"null".to_vec())
 }
 
-use Kind::{Instant, Rate};
 use Value::{Int, Rounded};
 
-/// Every system key.
+/// Every system key's value, in the catalogue's order ([`SYSTEM_KEYS`]).
 pub const METRICS: &[Metric] = &[
-    metric(
-        "cpu.percent",
-        "machine CPU busy % (all CPUs = 100)",
-        Unit::Percent,
-        Rate,
-        |s| Some(Rounded(s.model.cpu_percent)),
-    ),
-    metric("cpu.cores", "busy % of each CPU", Unit::Json, Rate, |s| {
-        Some(Value::PerCpu(&s.model.cores_percent))
-    }),
-    metric(
-        "cpu.freq_mhz",
-        "CPU frequency, MHz (where cpufreq exists)",
-        Unit::Megahertz,
-        Instant,
-        |s| s.model.hw.cpu_freq_mhz.map(Value::Single),
-    )
+    metric("cpu.percent", |s| Some(Rounded(s.model.cpu_percent))),
+    metric("cpu.cores", |s| Some(Value::PerCpu(&s.model.cores_percent))),
+    metric("cpu.freq_mhz", |s| {
+        s.model.hw.cpu_freq_mhz.map(Value::Single)
+    })
     .exported(Prom::Gauge("kernstat_cpu_frequency_hertz", 1e6)),
-    metric(
-        "cpu.temp_c",
-        "CPU temperature, °C (where a sensor exists)",
-        Unit::Celsius,
-        Instant,
-        |s| s.model.hw.temp_c.map(Value::Single),
-    )
-    .exported(Prom::Gauge("kernstat_cpu_temperature_celsius", 1.0)),
-    metric(
-        "mem.used",
-        "memory used, bytes (total - available)",
-        Unit::Bytes,
-        Instant,
-        |s| Some(Int(s.model.mem.used_bytes)),
-    )
-    .exported(Prom::Gauge("kernstat_memory_used_bytes", 1.0)),
-    metric(
-        "mem.total",
-        "memory total, bytes",
-        Unit::Bytes,
-        Instant,
-        |s| Some(Int(s.model.mem.total_bytes)),
-    )
-    .exported(Prom::Gauge("kernstat_memory_total_bytes", 1.0)),
-    metric(
-        "mem.available",
-        "memory available, bytes",
-        Unit::Bytes,
-        Instant,
-        |s| Some(Int(s.model.mem.available_bytes)),
-    )
-    .exported(Prom::Gauge("kernstat_memory_available_bytes", 1.0)),
-    metric(
-        "mem.percent",
-        "memory used %",
-        Unit::Percent,
-        Instant,
-        |s| Some(Rounded(s.model.mem.used_percent)),
-    ),
-    metric("swap.used", "swap used, bytes", Unit::Bytes, Instant, |s| {
-        Some(Int(s.model.mem.swap_used_bytes))
+    metric("cpu.temp_c", |s| s.model.hw.temp_c.map(Value::Single))
+        .exported(Prom::Gauge("kernstat_cpu_temperature_celsius", 1.0)),
+    metric("mem.used", |s| Some(Int(s.model.mem.used_bytes)))
+        .exported(Prom::Gauge("kernstat_memory_used_bytes", 1.0)),
+    metric("mem.total", |s| Some(Int(s.model.mem.total_bytes)))
+        .exported(Prom::Gauge("kernstat_memory_total_bytes", 1.0)),
+    metric("mem.available", |s| Some(Int(s.model.mem.available_bytes)))
+        .exported(Prom::Gauge("kernstat_memory_available_bytes", 1.0)),
+    metric("mem.percent", |s| Some(Rounded(s.model.mem.used_percent))),
+    metric("swap.used", |s| Some(Int(s.model.mem.swap_used_bytes)))
+        .exported(Prom::Gauge("kernstat_swap_used_bytes", 1.0)),
+    metric("swap.in_bps", |s| {
+        Some(Value::Float(s.model.swap_in_bps.round()))
+    }),
+    metric("swap.out_bps", |s| {
+        Some(Value::Float(s.model.swap_out_bps.round()))
+    }),
+    metric("load.one", |s| Some(Rounded(s.model.load[0])))
+        .exported(Prom::Gauge("kernstat_load1", 1.0)),
+    metric("load.five", |s| Some(Rounded(s.model.load[1])))
+        .exported(Prom::Gauge("kernstat_load5", 1.0)),
+    metric("load.fifteen", |s| Some(Rounded(s.model.load[2])))
+        .exported(Prom::Gauge("kernstat_load15", 1.0)),
+    metric("psi.cpu.some", |s| {
+        s.model.psi.cpu_some.map(|l| Value::Single(l.avg10))
+    }),
+    metric("psi.memory.some", |s| {
+        s.model.psi.memory_some.map(|l| Value::Single(l.avg10))
+    }),
+    metric("psi.memory.full", |s| {
+        s.model.psi.memory_full.map(|l| Value::Single(l.avg10))
+    }),
+    metric("psi.io.some", |s| {
+        s.model.psi.io_some.map(|l| Value::Single(l.avg10))
+    }),
+    metric("psi.io.full", |s| {
+        s.model.psi.io_full.map(|l| Value::Single(l.avg10))
+    }),
+    metric("procs.count", |s| Some(Int(s.model.process_count)))
+        .exported(Prom::Gauge("kernstat_processes", 1.0)),
+    metric("procs.blocked", |s| Some(Int(s.model.blocked_procs)))
+        .exported(Prom::Gauge("kernstat_processes_blocked", 1.0)),
+    metric("procs.zombie", |s| Some(Int(s.model.zombie_procs)))
+        .exported(Prom::Gauge("kernstat_processes_zombie", 1.0)),
+    metric("tasks.count", |s| Some(Int(s.model.task_count)))
+        .exported(Prom::Gauge("kernstat_tasks", 1.0)),
+    metric("tasks.running", |s| Some(Int(s.model.running_tasks)))
+        .exported(Prom::Gauge("kernstat_tasks_running", 1.0)),
+    metric("top.cpu", |s| Some(Value::Top(&s.model.top_cpu))),
+    metric("top.mem", |s| Some(Value::Top(&s.model.top_mem))),
+    metric("top.io", |s| Some(Value::Top(&s.model.top_io))),
+    metric("top.net", |s| {
+        s.model.net.as_ref().map(|n| Value::Top(&n.top))
+    }),
+    metric("cgroups", |s| {
+        if s.model.cgroups.is_empty() {
+            return None;
+        }
+        Some(Value::Json(serde_json::to_vec(&s.model.cgroups).ok()?))
+    }),
+    metric("network.links", |s| {
+        Some(Value::Json(
+            serde_json::to_vec(&s.model.links).unwrap_or_else(|_| b"[]".to_vec()),
+        ))
+    }),
+    metric("network.sockets", |s| {
+        let n = s.model.net.as_ref()?;
+        let mut n = n.clone();
+        n.top = Default::default();
+        Some(Value::Json(serde_json::to_vec(&n).ok()?))
+    }),
+    metric("network.attribution", |s| {
+        Some(Value::Text(
+            s.model
+                .net
+                .as_ref()
+                .map_or("unavailable", |n| n.attribution.as_str()),
+        ))
     })
-    .exported(Prom::Gauge("kernstat_swap_used_bytes", 1.0)),
-    metric(
-        "swap.in_bps",
-        "swap-in rate, bytes/s",
-        Unit::BytesPerSecond,
-        Rate,
-        |s| Some(Value::Float(s.model.swap_in_bps.round())),
-    ),
-    metric(
-        "swap.out_bps",
-        "swap-out rate, bytes/s",
-        Unit::BytesPerSecond,
-        Rate,
-        |s| Some(Value::Float(s.model.swap_out_bps.round())),
-    ),
-    metric(
-        "load.one",
-        "1-minute load average",
-        Unit::Load,
-        Instant,
-        |s| Some(Rounded(s.model.load[0])),
-    )
-    .exported(Prom::Gauge("kernstat_load1", 1.0)),
-    metric(
-        "load.five",
-        "5-minute load average",
-        Unit::Load,
-        Instant,
-        |s| Some(Rounded(s.model.load[1])),
-    )
-    .exported(Prom::Gauge("kernstat_load5", 1.0)),
-    metric(
-        "load.fifteen",
-        "15-minute load average",
-        Unit::Load,
-        Instant,
-        |s| Some(Rounded(s.model.load[2])),
-    )
-    .exported(Prom::Gauge("kernstat_load15", 1.0)),
-    metric(
-        "psi.cpu.some",
-        "CPU pressure, some, avg10 %",
-        Unit::Percent,
-        Instant,
-        |s| s.model.psi.cpu_some.map(|l| Value::Single(l.avg10)),
-    ),
-    metric(
-        "psi.memory.some",
-        "memory pressure, some, avg10 %",
-        Unit::Percent,
-        Instant,
-        |s| s.model.psi.memory_some.map(|l| Value::Single(l.avg10)),
-    ),
-    metric(
-        "psi.memory.full",
-        "memory pressure, full, avg10 %",
-        Unit::Percent,
-        Instant,
-        |s| s.model.psi.memory_full.map(|l| Value::Single(l.avg10)),
-    ),
-    metric(
-        "psi.io.some",
-        "I/O pressure, some, avg10 %",
-        Unit::Percent,
-        Instant,
-        |s| s.model.psi.io_some.map(|l| Value::Single(l.avg10)),
-    ),
-    metric(
-        "psi.io.full",
-        "I/O pressure, full, avg10 %",
-        Unit::Percent,
-        Instant,
-        |s| s.model.psi.io_full.map(|l| Value::Single(l.avg10)),
-    ),
-    metric("procs.count", "processes", Unit::Count, Instant, |s| {
-        Some(Int(s.model.process_count))
-    })
-    .exported(Prom::Gauge("kernstat_processes", 1.0)),
-    metric(
-        "procs.blocked",
-        "processes in D",
-        Unit::Count,
-        Instant,
-        |s| Some(Int(s.model.blocked_procs)),
-    )
-    .exported(Prom::Gauge("kernstat_processes_blocked", 1.0)),
-    metric(
-        "procs.zombie",
-        "zombie processes",
-        Unit::Count,
-        Instant,
-        |s| Some(Int(s.model.zombie_procs)),
-    )
-    .exported(Prom::Gauge("kernstat_processes_zombie", 1.0)),
-    metric(
-        "tasks.count",
-        "tasks (threads)",
-        Unit::Count,
-        Instant,
-        |s| Some(Int(s.model.task_count)),
-    )
-    .exported(Prom::Gauge("kernstat_tasks", 1.0)),
-    metric(
-        "tasks.running",
-        "tasks running or runnable",
-        Unit::Count,
-        Instant,
-        |s| Some(Int(s.model.running_tasks)),
-    )
-    .exported(Prom::Gauge("kernstat_tasks_running", 1.0)),
-    metric(
-        "top.cpu",
-        "top 5 processes by CPU % [{pid, comm, value}]",
-        Unit::Json,
-        Rate,
-        |s| Some(Value::Top(&s.model.top_cpu)),
-    ),
-    metric(
-        "top.mem",
-        "top 5 processes by resident memory, bytes",
-        Unit::Json,
-        Rate,
-        |s| Some(Value::Top(&s.model.top_mem)),
-    ),
-    metric(
-        "top.io",
-        "top 5 processes by storage I/O, bytes/s (extra: write part)",
-        Unit::Json,
-        Rate,
-        |s| Some(Value::Top(&s.model.top_io)),
-    ),
-    metric(
-        "top.net",
-        "top 5 processes by socket bytes/s, received + sent (extra: sent part); absent without BPF",
-        Unit::Json,
-        Rate,
-        |s| s.model.net.as_ref().map(|n| Value::Top(&n.top)),
-    ),
-    metric(
-        "cgroups",
-        "every control group read (to the daemon's --cgroup-depth): [{path, depth, cpu_percent, throttled_percent, memory, io_read_bps, io_write_bps, pids, psi_cpu, psi_memory, psi_io, stall_percent, missing ...}]; absent without cgroup v2",
-        Unit::Json,
-        Rate,
-        |s| {
-            if s.model.cgroups.is_empty() {
-                return None;
-            }
-            Some(Value::Json(serde_json::to_vec(&s.model.cgroups).ok()?))
-        },
-    ),
-    metric(
-        "network.links",
-        "every interface: [{name, is_default, rx_bps, tx_bps, rx_pps, tx_pps, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped, tx_dropped}]",
-        Unit::Json,
-        Rate,
-        |s| {
-            Some(Value::Json(
-                serde_json::to_vec(&s.model.links).unwrap_or_else(|_| b"[]".to_vec()),
-            ))
-        },
-    ),
-    metric(
-        "network.sockets",
-        "socket payload bytes/s of all processes, by kind: {attribution, rx_bps, tx_bps, tcp, udp, unix, other, exited_rx_bytes, exited_tx_bytes, lost}; absent without BPF",
-        Unit::Json,
-        Rate,
-        |s| {
-            let n = s.model.net.as_ref()?;
-            let mut n = n.clone();
-            n.top = Default::default();
-            Some(Value::Json(serde_json::to_vec(&n).ok()?))
-        },
-    ),
-    metric(
-        "network.attribution",
-        "whose socket bytes the per-process figures are: caller, or unavailable (no BPF)",
-        Unit::Text,
-        Instant,
-        |s| {
-            Some(Value::Text(
-                s.model
-                    .net
-                    .as_ref()
-                    .map_or("unavailable", |n| n.attribution.as_str()),
-            ))
-        },
-    )
     .exported(Prom::Info("kernstat_network_attribution", "attribution")),
-    metric(
-        "gpu.busy",
-        "GPU busy % (where a GPU exists)",
-        Unit::Percent,
-        Rate,
-        |s| s.model.gpu_busy_percent.map(Rounded),
-    )
-    .exported(Prom::Gauge("kernstat_gpu_busy_ratio", 0.01)),
-    metric(
-        "gpu.freq_mhz",
-        "GPU frequency, MHz",
-        Unit::Megahertz,
-        Instant,
-        |s| {
-            s.model
-                .hw
-                .gpu
-                .and_then(|g| g.freq_mhz)
-                .map(|f| Int(f.into()))
-        },
-    )
-    .exported(Prom::Gauge("kernstat_gpu_frequency_hertz", 1e6)),
-    metric(
-        "power.profile",
-        "platform power profile",
-        Unit::Text,
-        Instant,
-        |s| {
-            s.model
-                .hw
-                .power_profile
-                .as_ref()
-                .map(|p| Value::Text(p.as_str()))
-        },
-    )
-    .exported(Prom::Info("kernstat_power_profile", "profile")),
-    metric(
-        "battery.percent",
-        "battery charge %",
-        Unit::Percent,
-        Instant,
-        |s| s.model.hw.battery.map(|b| Value::Single(b.percent)),
-    )
-    .exported(Prom::Gauge("kernstat_battery_charge_ratio", 0.01)),
-    metric(
-        "battery.status",
-        "Charging, Discharging, Full, ...",
-        Unit::Text,
-        Instant,
-        |s| {
-            s.model
-                .hw
-                .battery
-                .as_ref()
-                .map(|b| Value::Text(b.status.as_str()))
-        },
-    )
-    .exported(Prom::Info("kernstat_battery_status", "status")),
-    metric(
-        "battery.power_w",
-        "battery power draw, W",
-        Unit::Watts,
-        Instant,
-        |s| {
-            s.model
-                .hw
-                .battery
-                .and_then(|b| b.power_w)
-                .map(Value::Single)
-        },
-    )
-    .exported(Prom::Gauge("kernstat_battery_power_watts", 1.0)),
-    metric(
-        "battery.charging",
-        "the battery is charging",
-        Unit::Bool,
-        Instant,
-        |s| {
-            s.model
-                .hw
-                .battery
-                .as_ref()
-                .map(|b| Value::Flag(b.status.as_str() == "Charging"))
-        },
-    ),
-    metric(
-        "battery.time_remaining_secs",
-        "seconds until empty (discharging) or full (charging) at the present draw",
-        Unit::Seconds,
-        Instant,
-        |s| {
-            s.model
-                .hw
-                .battery
-                .and_then(|b| b.time_remaining_s)
-                .map(|t| Value::Int(u64::from(t)))
-        },
-    )
-    .exported(Prom::Gauge("kernstat_battery_time_remaining_seconds", 1.0)),
-    metric(
-        "level",
-        "alert level: normal, warning, critical",
-        Unit::Text,
-        Rate,
-        |s| Some(Value::Text(s.model.level.as_str())),
-    ),
-    metric("source", "bpf or procfs", Unit::Text, Instant, |s| {
-        Some(Value::Text(s.model.source.as_str()))
+    metric("gpu.busy", |s| s.model.gpu_busy_percent.map(Rounded))
+        .exported(Prom::Gauge("kernstat_gpu_busy_ratio", 0.01)),
+    metric("gpu.freq_mhz", |s| {
+        s.model
+            .hw
+            .gpu
+            .and_then(|g| g.freq_mhz)
+            .map(|f| Int(f.into()))
     })
-    .exported(Prom::Info("kernstat_source", "source")),
-    metric(
-        "snapshot",
-        "every metric and process (the `kernstat snapshot --json` object)",
-        Unit::Json,
-        Rate,
-        |s| Some(Value::Json(snapshot_json(s, s.model))),
-    ),
-    metric(
-        "summary",
-        "the snapshot without the per-process list (what `bar --daemon` renders)",
-        Unit::Json,
-        Rate,
-        |s| {
-            // Bars need the aggregates and top lists, not every process: a tenth of the
-            // bytes to send and parse each tick.
-            let summary = Model {
-                procs: Vec::new(),
-                cores_percent: s.model.cores_percent.clone(),
-                net: s.model.net.clone(),
-                links: s.model.links.clone(),
-                cgroups: Vec::new(),
-                ..*s.model
-            };
-            Some(Value::Json(snapshot_json(s, &summary)))
-        },
-    ),
+    .exported(Prom::Gauge("kernstat_gpu_frequency_hertz", 1e6)),
+    metric("power.profile", |s| {
+        s.model
+            .hw
+            .power_profile
+            .as_ref()
+            .map(|p| Value::Text(p.as_str()))
+    })
+    .exported(Prom::Info("kernstat_power_profile", "profile")),
+    metric("battery.percent", |s| {
+        s.model.hw.battery.map(|b| Value::Single(b.percent))
+    })
+    .exported(Prom::Gauge("kernstat_battery_charge_ratio", 0.01)),
+    metric("battery.status", |s| {
+        s.model
+            .hw
+            .battery
+            .as_ref()
+            .map(|b| Value::Text(b.status.as_str()))
+    })
+    .exported(Prom::Info("kernstat_battery_status", "status")),
+    metric("battery.power_w", |s| {
+        s.model
+            .hw
+            .battery
+            .and_then(|b| b.power_w)
+            .map(Value::Single)
+    })
+    .exported(Prom::Gauge("kernstat_battery_power_watts", 1.0)),
+    metric("battery.charging", |s| {
+        s.model
+            .hw
+            .battery
+            .as_ref()
+            .map(|b| Value::Flag(b.status.as_str() == "Charging"))
+    }),
+    metric("battery.time_remaining_secs", |s| {
+        s.model
+            .hw
+            .battery
+            .and_then(|b| b.time_remaining_s)
+            .map(|t| Value::Int(u64::from(t)))
+    })
+    .exported(Prom::Gauge("kernstat_battery_time_remaining_seconds", 1.0)),
+    metric("level", |s| Some(Value::Text(s.model.level.as_str()))),
+    metric("source", |s| Some(Value::Text(s.model.source.as_str())))
+        .exported(Prom::Info("kernstat_source", "source")),
+    metric("snapshot", |s| Some(Value::Json(snapshot_json(s, s.model)))),
+    metric("summary", |s| {
+        // Bars need the aggregates and top lists, not every process: a tenth of the
+        // bytes to send and parse each tick.
+        let summary = Model {
+            procs: Vec::new(),
+            cores_percent: s.model.cores_percent.clone(),
+            net: s.model.net.clone(),
+            links: s.model.links.clone(),
+            cgroups: Vec::new(),
+            ..*s.model
+        };
+        Some(Value::Json(snapshot_json(s, &summary)))
+    }),
 ];
-
-/// Keys that name other users' processes (pid, command, CPU, memory, I/O): a system
-/// daemon on a machine whose /proc hides them ([`proc_hides_pids`]) keeps them out of
-/// its world-readable snapshot and answers them to root only.
-pub const PER_PROCESS_KEYS: &[&str] = &[
-    "top.cpu", "top.mem", "top.io", "top.net", "snapshot", "summary",
-];
-
-/// Keys that carry per-process I/O or network counters (or lists ranked by them): a
-/// system daemon answers each user with their own processes' counters only, root with
-/// all, and publishes them for everyone (the snapshot) with none
-/// ([`kernstat_model::Viewer`]).
-pub const COUNTER_KEYS: &[&str] = &["top.io", "top.net", "snapshot", "summary"];
 
 /// The value of one key computed from `sample` (None: the machine has none).
 pub fn value_json(key: &str, sample: &Sample<'_>) -> Option<Vec<u8>> {
@@ -681,33 +395,6 @@ pub fn publish(cache: &Cache, m: &Model, sample_us: f64) {
     }
 }
 
-/// Per-group keys start with this, then the group's path, a dot and a field.
-pub const CGROUP_PREFIX: &str = "cgroup.";
-
-/// The fields of `cgroup.<path>.<field>` and what they mean.
-pub const CGROUP_FIELDS: &[(&str, &str)] = &[
-    (
-        "cpu_percent",
-        "CPU % of one core over the last sample, its children included",
-    ),
-    (
-        "throttled_percent",
-        "share of its cpu.max periods throttled, % (null without a quota)",
-    ),
-    (
-        "memory",
-        "memory.current, bytes (null without the memory controller)",
-    ),
-    ("memory_max", "memory.max, bytes (null: no limit)"),
-    ("memory_high", "memory.high, bytes (null: none)"),
-    ("psi_cpu", "cpu.pressure some avg10, %"),
-    ("psi_memory", "memory.pressure some avg10, %"),
-    ("psi_io", "io.pressure some avg10, %"),
-    ("io_read_bps", "bytes/s read from storage"),
-    ("io_write_bps", "bytes/s written to storage"),
-    ("pids", "tasks in it (pids.current)"),
-];
-
 fn cgroup_field(g: &kernstat_model::cgroup::CgroupRate, field: &str) -> serde_json::Value {
     use serde_json::json;
     let avg10 = |p: &kernstat_model::cgroup::Pressure| p.some.map(|l| r2(f64::from(l.avg10)));
@@ -725,15 +412,6 @@ fn cgroup_field(g: &kernstat_model::cgroup::CgroupRate, field: &str) -> serde_js
         "pids" => json!(g.pids),
         _ => serde_json::Value::Null,
     }
-}
-
-/// Whether `key` names a field of a group (`cgroup./system.slice.memory`).
-pub fn is_cgroup_key(key: &str) -> bool {
-    key.strip_prefix(CGROUP_PREFIX)
-        .and_then(|rest| rest.rsplit_once('.'))
-        .is_some_and(|(path, field)| {
-            path.starts_with('/') && CGROUP_FIELDS.iter().any(|(f, _)| *f == field)
-        })
 }
 
 #[cfg(test)]
@@ -756,6 +434,13 @@ mod hidepid_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_key_of_the_catalogue_is_read_in_its_order() {
+        let ours: Vec<&str> = METRICS.iter().map(|m| m.key).collect();
+        let catalogue: Vec<&str> = SYSTEM_KEYS.iter().map(|k| k.key).collect();
+        assert_eq!(ours, catalogue);
+    }
 
     #[test]
     fn publishes_what_the_model_has_and_nothing_it_lacks() {

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use crate::cache::Entry;
-use crate::protocol::{self, Code, Request, PROTOCOL_VERSION};
 use crate::providers::context::{self, Env, Scope};
 use crate::providers::git::schedule::{self as git_schedule, Counts};
 use crate::providers::system;
+use kernstat_client::protocol::{self, Code, Request, PROTOCOL_VERSION};
 
 use super::{check_env, client_of, Asking, Daemon, Event, Peer, Rights};
 

@@ -15,8 +15,8 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{broadcast, Semaphore};
 
 use crate::client_files::{Creds, Rights};
-use crate::protocol::{self, Code, Request, MAX_REQUEST};
 use crate::providers::git::schedule as git_schedule;
+use kernstat_client::protocol::{self, Code, Request, MAX_REQUEST};
 
 use super::{check_env, Access, Asking, Daemon, Event, Peer};
 
@@ -304,7 +304,7 @@ async fn watch(
 
 /// Binds `path` for the daemon: prepares its directory (created 0755 for a system
 /// daemon, 0700 for a user daemon; an existing one only when it is ours and nobody else
-/// can write it: see [`crate::runtime::prepare`]), replaces a stale socket, and sets the
+/// can write it: see [`kernstat_client::runtime::prepare`]), replaces a stale socket, and sets the
 /// socket's mode. A plain std listener, so that it can be bound before the runtime's
 /// threads exist (a system daemon binds as root, then drops privileges, then starts
 /// threads).
@@ -316,7 +316,7 @@ pub fn bind(
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     if let Some(dir) = path.parent() {
         // Made with `dir_mode` when missing; an existing one is left as it is (M1).
-        crate::runtime::prepare(dir, dir_mode & 0o077 != 0)?;
+        kernstat_client::runtime::prepare(dir, dir_mode & 0o077 != 0)?;
     }
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() {

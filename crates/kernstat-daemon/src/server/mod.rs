@@ -23,11 +23,11 @@ use tokio::sync::broadcast;
 use crate::cache::{Cache, Entry};
 use crate::client_files::Rights;
 use crate::hub::{Hub, Timing};
-use crate::protocol::PROTOCOL_VERSION;
 use crate::providers::context::{self, schedule::Contexts, Client, Env};
 use crate::providers::git::schedule::{Counts, GitPaths};
 use crate::providers::network::{Events, Network};
 use crate::providers::{basic, system};
+use kernstat_client::protocol::PROTOCOL_VERSION;
 
 /// Who is at the other end of a connection (the socket's peer credentials).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -382,16 +382,7 @@ impl Daemon {
     }
 }
 
-/// Whether a value of `key` this old is stale for a daemon sampling every `interval`:
-/// system keys are refreshed every interval, so one older than three intervals and a
-/// second means the sampler is stuck; git, context and put keys change on events and are
-/// never stale. (The shared-memory readers judge by the same rule.)
-pub fn is_stale(key: &str, age: Duration, interval: Duration) -> bool {
-    !key.starts_with("git.")
-        && !key.starts_with(crate::providers::puts::PREFIX)
-        && context::lookup(key).is_none()
-        && age > interval * 3 + Duration::from_secs(1)
-}
+pub use kernstat_client::keys::is_stale;
 
 /// The asking process, for providers whose answer depends on it.
 fn client_of(p: &context::Provider, peer: Peer) -> Option<Client> {

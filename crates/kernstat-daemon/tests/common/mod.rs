@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use kernstat_daemon::{Config, Daemon, Session};
+use kernstat_client::Session;
+use kernstat_daemon::{Config, Daemon};
 use kernstat_model::Model;
 use serde_json::Value;
 

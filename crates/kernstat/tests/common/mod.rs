@@ -9,9 +9,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The kernstat binary cargo built for these tests.
+/// The `kernstat` program users run (kernstat-front's binary, which execs this
+/// package's kernstat-full beside it for everything but get and eval).
 pub fn kernstat() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_kernstat"))
+    static FRONT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FRONT.get_or_init(kernstat_testkit::front_bin)
 }
 
 /// A private runtime directory for this test binary: kernstat's locks, published bar

@@ -3,16 +3,11 @@
 //! one in the home directory. One field per tool (`asdf.nodejs` = `20.11.0`, the first
 //! version of its line, the one asdf selects), and `asdf.file`.
 
-use super::{Ctx, Provider, Reading, Scope};
+use super::{Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "asdf",
-    scope: Scope::Path,
-    env: &["ASDF_DEFAULT_TOOL_VERSIONS_FILENAME", "HOME"],
-    fields: &[("file", "the .tool-versions in effect")],
-    dynamic: Some("the version of each tool it pins, e.g. asdf.nodejs"),
-    per_client: false,
+    info: &kernstat_client::keys::context::ASDF,
     read,
 };
 

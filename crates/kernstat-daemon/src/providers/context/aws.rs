@@ -8,34 +8,11 @@
 use std::path::PathBuf;
 
 use super::files::ini_value;
-use super::{Ctx, Provider, Reading, Scope};
+use super::{Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "aws",
-    scope: Scope::Global,
-    env: &[
-        "AWS_PROFILE",
-        "AWS_VAULT",
-        "AWS_DEFAULT_PROFILE",
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-        "AWS_CONFIG_FILE",
-        "HOME",
-    ],
-    fields: &[
-        ("profile", "the profile in use"),
-        (
-            "region",
-            "its region (environment, else the profile's config)",
-        ),
-        (
-            "profile_exists",
-            "the config file has a section for the profile",
-        ),
-    ],
-    dynamic: None,
-    per_client: false,
+    info: &kernstat_client::keys::context::AWS,
     read,
 };
 

@@ -6,20 +6,11 @@
 
 use std::path::Path;
 
-use super::{Ctx, Provider, Reading, Scope};
+use super::{Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "conda",
-    scope: Scope::Global,
-    env: &["CONDA_DEFAULT_ENV", "CONDA_PREFIX"],
-    fields: &[
-        ("env", "the active environment's name (null outside one)"),
-        ("prefix", "its directory"),
-        ("python", "the Python version installed in it"),
-    ],
-    dynamic: None,
-    per_client: false,
+    info: &kernstat_client::keys::context::CONDA,
     read,
 };
 

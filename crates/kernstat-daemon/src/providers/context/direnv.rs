@@ -7,24 +7,11 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{Ctx, Provider, Reading, Scope};
+use super::{Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "direnv",
-    scope: Scope::Path,
-    env: &["XDG_DATA_HOME", "HOME", "DIRENV_DIR"],
-    fields: &[
-        (
-            "status",
-            "allowed, denied or blocked (null without an .envrc)",
-        ),
-        ("allowed", "direnv would load the .envrc"),
-        ("envrc", "the .envrc in effect"),
-        ("loaded", "the asking shell has it loaded ($DIRENV_DIR)"),
-    ],
-    dynamic: None,
-    per_client: false,
+    info: &kernstat_client::keys::context::DIRENV,
     read,
 };
 

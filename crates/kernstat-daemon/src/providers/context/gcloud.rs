@@ -9,27 +9,11 @@
 use std::path::PathBuf;
 
 use super::files::ini_value;
-use super::{Ctx, Provider, Reading, Scope};
+use super::{Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "gcloud",
-    scope: Scope::Global,
-    env: &[
-        "CLOUDSDK_CONFIG",
-        "CLOUDSDK_ACTIVE_CONFIG_NAME",
-        "CLOUDSDK_CORE_PROJECT",
-        "CLOUDSDK_CORE_ACCOUNT",
-        "HOME",
-        "XDG_CONFIG_HOME",
-    ],
-    fields: &[
-        ("configuration", "the active gcloud configuration"),
-        ("project", "its core/project"),
-        ("account", "its core/account"),
-    ],
-    dynamic: None,
-    per_client: false,
+    info: &kernstat_client::keys::context::GCLOUD,
     read,
 };
 

@@ -15,24 +15,11 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::{Ctx, Provider, Reading, Scope};
+use super::{Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "kubecontext",
-    scope: Scope::Global,
-    env: &["KUBECONFIG", "HOME"],
-    fields: &[
-        ("context", "kubectl's current context (null when none)"),
-        (
-            "namespace",
-            "the context's namespace (\"default\" when it sets none)",
-        ),
-        ("cluster", "the context's cluster"),
-        ("user", "the context's user"),
-    ],
-    dynamic: None,
-    per_client: false,
+    info: &kernstat_client::keys::context::KUBE,
     read,
 };
 

@@ -10,25 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Ctx, Provider, Reading, Scope};
+use super::{Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "mise",
-    scope: Scope::Path,
-    env: &[
-        "MISE_ENV",
-        "MISE_CONFIG_DIR",
-        "MISE_GLOBAL_CONFIG_FILE",
-        "XDG_CONFIG_HOME",
-        "HOME",
-    ],
-    fields: &[(
-        "file",
-        "the nearest project config file (null when only the global one applies)",
-    )],
-    dynamic: Some("the version of each tool its config files pin, e.g. mise.node"),
-    per_client: false,
+    info: &kernstat_client::keys::context::MISE,
     read,
 };
 

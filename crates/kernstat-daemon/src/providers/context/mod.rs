@@ -26,107 +26,14 @@ pub mod sudo;
 pub mod talos;
 pub mod terraform;
 
-use std::collections::BTreeMap;
+use kernstat_client::keys::context as keys;
+pub use kernstat_client::keys::context::{
+    all_keys, env_for, scope_id, Client, Env, ProviderInfo, Scope, MAX_ENV_VALUE, MAX_ENV_VARS,
+};
 
 use crate::client_files::Rights;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Whether a provider's answer depends on the asking directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// One answer per environment (kubecontext, aws ...).
-    Global,
-    /// One answer per directory (and environment): python, asdf, terraform ...
-    Path,
-}
-
-/// The environment a provider sees: the variables the client sent with its request, or,
-/// for a request without `env`, the daemon's own.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Env {
-    /// What the client sent (a variable it did not send is unset).
-    Given(BTreeMap<String, String>),
-    /// The daemon's environment.
-    Process,
-}
-
-/// Most variables a request may carry, and the longest value.
-pub const MAX_ENV_VARS: usize = 32;
-/// Longest environment value accepted in a request, in bytes.
-pub const MAX_ENV_VALUE: usize = 4096;
-
-impl Env {
-    /// The variable's value; an empty value counts as unset (as the tools treat them).
-    pub fn var(&self, name: &str) -> Option<String> {
-        match self {
-            Env::Given(m) => m.get(name).cloned(),
-            Env::Process => std::env::var(name).ok(),
-        }
-        .filter(|v| !v.is_empty())
-    }
-}
-
-/// The asking process, for providers whose answer depends on who asks (sudo's
-/// credentials belong to one terminal or shell).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Client {
-    /// Its uid (from the socket's peer credentials).
-    pub uid: u32,
-    /// Its pid.
-    pub pid: i32,
-    /// Its parent (the shell, for `kernstat get` run from a prompt).
-    pub ppid: Option<i32>,
-    /// Its grandparent (the shell, for `$(kernstat get ...)`: a command substitution
-    /// runs it from a subshell).
-    pub gppid: Option<i32>,
-    /// Its session.
-    pub sid: Option<i32>,
-    /// Its controlling terminal's device number, as /proc/PID/stat's tty_nr.
-    pub tty: Option<u64>,
-}
-
-impl Client {
-    /// Describes process `pid` of user `uid` from /proc/PID/stat.
-    pub fn of(uid: u32, pid: i32) -> Client {
-        // /proc/PID/stat after the command name: state ppid pgrp session tty_nr ...
-        let fields = |pid: i32| -> Vec<i64> {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let rest = stat
-                .rfind(')')
-                .map_or("", |i| stat.get(i + 2..).unwrap_or(""));
-            rest.split(' ')
-                .skip(1)
-                .take(4)
-                .map(|f| f.parse::<i64>().unwrap_or(0))
-                .collect()
-        };
-        let at = |v: &[i64], i: usize| v.get(i).copied().filter(|x| *x > 0);
-        let me = fields(pid);
-        let ppid = at(&me, 0).map(|v| v as i32);
-        let gppid = ppid.and_then(|p| at(&fields(p), 0)).map(|v| v as i32);
-        Client {
-            uid,
-            pid,
-            ppid,
-            gppid,
-            sid: at(&me, 2).map(|v| v as i32),
-            tty: at(&me, 3).map(|v| v as u64),
-        }
-    }
-
-    /// What distinguishes its answers (not the pid: every `kernstat get` has a new one).
-    fn scope(&self) -> String {
-        format!(
-            "{}:{}:{}:{}:{}",
-            self.uid,
-            self.sid.unwrap_or(0),
-            self.tty.unwrap_or(0),
-            self.ppid.unwrap_or(0),
-            self.gppid.unwrap_or(0)
-        )
-    }
-}
 
 /// What a provider reads from: the directory (path-scoped providers), the environment,
 /// and, for the providers that need it, who asks.
@@ -316,27 +223,24 @@ impl Reading {
     }
 }
 
-/// One provider: its name (the keys' first part), scope, the variables it reads (part
-/// of the cache key), its fields, and the function that reads.
+/// One provider: what the catalogue says of it (name, scope, the variables it reads,
+/// its fields: kernstat-client's keys::context) and the function that reads.
 #[derive(Debug)]
 pub struct Provider {
-    /// The keys' first part.
-    pub name: &'static str,
-    /// Global or per directory.
-    pub scope: Scope,
-    /// Environment variables it reads (documented; the cache key includes them).
-    pub env: &'static [&'static str],
-    /// Its fixed fields and their meaning.
-    pub fields: &'static [(&'static str, &'static str)],
-    /// Fields named by the data, and what they hold (`asdf.<tool>`).
-    pub dynamic: Option<&'static str>,
-    /// The answer depends on the asking process (its terminal, session, parent).
-    pub per_client: bool,
+    /// Its description in the catalogue.
+    pub info: &'static ProviderInfo,
     /// Reads the provider's state.
     pub read: fn(&Ctx) -> Reading,
 }
 
-/// Every context provider.
+impl std::ops::Deref for Provider {
+    type Target = ProviderInfo;
+    fn deref(&self) -> &ProviderInfo {
+        self.info
+    }
+}
+
+/// Every context provider, in the catalogue's order (a test checks it).
 pub static PROVIDERS: &[&Provider] = &[
     &kube::PROVIDER,
     &talos::PROVIDER,
@@ -357,92 +261,10 @@ pub fn provider(name: &str) -> Option<&'static Provider> {
 }
 
 /// For a key served by a context provider: the provider and the field (None for the
-/// whole object). Unknown fields of providers without dynamic fields are not theirs.
+/// whole object), by the catalogue's rule.
 pub fn lookup(key: &str) -> Option<(&'static Provider, Option<&str>)> {
-    let (name, field) = match key.split_once('.') {
-        Some((n, f)) => (n, Some(f)),
-        None => (key, None),
-    };
-    let p = provider(name)?;
-    match field {
-        None => Some((p, None)),
-        Some(f)
-            if p.fields.iter().any(|(k, _)| *k == f) || (p.dynamic.is_some() && !f.is_empty()) =>
-        {
-            Some((p, Some(f)))
-        }
-        Some(_) => None,
-    }
-}
-
-/// The variables a client should send for `keys`: those of every context provider asked.
-pub fn env_for<'a>(keys: impl IntoIterator<Item = &'a str>) -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
-    for k in keys {
-        if let Some((p, _)) = lookup(k) {
-            for v in p.env {
-                if !out.contains(v) {
-                    out.push(v);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Where a provider's answer for this context is cached: the directory (path-scoped
-/// providers) and each variable it reads that is set, NUL-separated; a long one as its
-/// SHA-256 (a client sending kilobytes of variables costs the cache 65 bytes per key,
-/// not kilobytes: findings M6).
-pub fn scope_id(
-    p: &Provider,
-    path: Option<&str>,
-    env: &Env,
-    client: Option<&Client>,
-    on_behalf: Option<u32>,
-) -> String {
-    let s = scope_text(p, path, env, client, on_behalf);
-    if s.len() <= 256 {
-        return s;
-    }
-    use sha2::Digest;
-    let digest = sha2::Sha256::digest(s.as_bytes());
-    let mut out = String::with_capacity(65);
-    out.push('#');
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
-}
-
-fn scope_text(
-    p: &Provider,
-    path: Option<&str>,
-    env: &Env,
-    client: Option<&Client>,
-    on_behalf: Option<u32>,
-) -> String {
-    let mut s = String::new();
-    if let Some(uid) = on_behalf {
-        s.push_str(&uid.to_string());
-        s.push('\0');
-    }
-    if p.scope == Scope::Path {
-        s.push_str(path.unwrap_or(""));
-    }
-    if let (true, Some(c)) = (p.per_client, client) {
-        s.push('\0');
-        s.push_str(&c.scope());
-    }
-    for name in p.env {
-        if let Some(v) = env.var(name) {
-            s.push('\0');
-            s.push_str(name);
-            s.push('=');
-            s.push_str(&v);
-        }
-    }
-    s
+    let (info, field) = keys::lookup(key)?;
+    Some((provider(info.name)?, field))
 }
 
 /// The provider's answer as (key, JSON) pairs: every declared field (null when
@@ -477,16 +299,6 @@ fn json(v: &serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec())
 }
 
-/// Every key the context providers serve, with its meaning.
-pub fn all_keys() -> impl Iterator<Item = (String, &'static str)> {
-    PROVIDERS.iter().flat_map(|p| {
-        p.fields
-            .iter()
-            .map(move |(f, help)| (format!("{}.{f}", p.name), *help))
-            .chain(p.dynamic.map(|help| (format!("{}.<name>", p.name), help)))
-    })
-}
-
 /// Computes `p` for a context now, in this thread (the daemon-less `kernstat get`).
 pub fn read_now(p: &Provider, path: Option<&Path>, env: &Env, client: Option<&Client>) -> Reading {
     (p.read)(&Ctx {
@@ -495,4 +307,14 @@ pub fn read_now(p: &Provider, path: Option<&Path>, env: &Env, client: Option<&Cl
         client,
         rights: &Rights::Own,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_provider_of_the_catalogue_reads_and_in_its_order() {
+        let ours: Vec<&str> = super::PROVIDERS.iter().map(|p| p.name).collect();
+        let catalogue: Vec<&str> = super::keys::PROVIDERS.iter().map(|p| p.name).collect();
+        assert_eq!(ours, catalogue);
+    }
 }

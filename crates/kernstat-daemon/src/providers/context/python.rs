@@ -8,27 +8,11 @@
 use std::path::{Path, PathBuf};
 
 use super::files::ini_value;
-use super::{Ctx, Provider, Reading, Scope};
+use super::{Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "python",
-    scope: Scope::Path,
-    env: &["VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT"],
-    fields: &[
-        ("venv", "the virtualenv's directory (null when none)"),
-        (
-            "venv_name",
-            "its prompt name (VIRTUAL_ENV_PROMPT, pyvenv.cfg's prompt, else the directory name)",
-        ),
-        (
-            "version",
-            "the venv's Python version, else .python-version's",
-        ),
-        ("requires", "pyproject.toml's requires-python"),
-    ],
-    dynamic: None,
-    per_client: false,
+    info: &kernstat_client::keys::context::PYTHON,
     read,
 };
 

@@ -14,22 +14,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Client, Ctx, Provider, Reading, Scope};
+use super::{Client, Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "sudo",
-    scope: Scope::Global,
-    env: &[],
-    fields: &[
-        (
-            "active",
-            "the asking shell's sudo credentials are cached (no value unless the daemon runs as root)",
-        ),
-        ("expires_in_s", "seconds until they expire"),
-    ],
-    dynamic: None,
-    per_client: true,
+    info: &kernstat_client::keys::context::SUDO,
     read,
 };
 

@@ -3,16 +3,11 @@
 
 use std::path::PathBuf;
 
-use super::{Ctx, Provider, Reading, Scope};
+use super::{Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "talos",
-    scope: Scope::Global,
-    env: &["TALOSCONFIG", "HOME"],
-    fields: &[("context", "talosctl's active context (null when none)")],
-    dynamic: None,
-    per_client: false,
+    info: &kernstat_client::keys::context::TALOS,
     read,
 };
 

@@ -6,22 +6,11 @@
 
 use std::path::PathBuf;
 
-use super::{Ctx, Provider, Reading, Scope};
+use super::{Ctx, Provider, Reading};
 
 /// The provider.
 pub static PROVIDER: Provider = Provider {
-    name: "terraform",
-    scope: Scope::Path,
-    env: &["TF_WORKSPACE", "TF_DATA_DIR"],
-    fields: &[
-        (
-            "workspace",
-            "the workspace (null outside an initialised directory)",
-        ),
-        ("root", "the directory holding the data directory"),
-    ],
-    dynamic: None,
-    per_client: false,
+    info: &kernstat_client::keys::context::TERRAFORM,
     read,
 };
 

@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, Notify};
 use super::{count_values, counts, read, values, GitCounts, GitInfo, COUNT_KEYS, GIT_KEYS};
 use crate::client_files::{Rights, Walk};
 use crate::hub::{Event, Hub};
+pub use kernstat_client::keys::git::{stamp_files, STAMP_KEY};
 
 /// Paths one user's git keys are kept for at once.
 pub const MAX_PATHS_PER_USER: usize = 128;
@@ -703,28 +704,6 @@ fn publish_stamp(h: &Hub, scope: &str, rights: &Rights, s: Option<&Stamping>, st
         Some(scope),
         serde_json::to_vec(&v).unwrap_or_default(),
     );
-}
-
-/// Where a path's stamp is published (not a key of `get --list`).
-pub const STAMP_KEY: &str = "git.stamp";
-
-/// The stamp of `files` now, as the daemon takes it: for each, (inode, size,
-/// modification ns, change ns), zeros for one that is absent.
-pub fn stamp_files(files: &[PathBuf]) -> Vec<u64> {
-    use std::os::unix::fs::MetadataExt;
-    let mut out = Vec::with_capacity(files.len() * 4);
-    for f in files {
-        match std::fs::symlink_metadata(f) {
-            Ok(m) => out.extend([
-                m.ino(),
-                m.size(),
-                (m.mtime() as u64).wrapping_mul(1_000_000_000) + m.mtime_nsec() as u64,
-                (m.ctime() as u64).wrapping_mul(1_000_000_000) + m.ctime_nsec() as u64,
-            ]),
-            Err(_) => out.extend([0, 0, 0, 0]),
-        }
-    }
-    out
 }
 
 fn watch_repo(

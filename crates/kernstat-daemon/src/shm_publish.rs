@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{now_ns, stored_key, Stored, Writer};
+use kernstat_shm::{now_ns, stored_key, Stored, Writer};
 
 /// Mirrors `d`'s cache into `w` until the daemon stops. `scoped`: per-path and context
 /// keys too (a user daemon); a system daemon publishes only the machine's keys, its file

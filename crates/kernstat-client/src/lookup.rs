@@ -13,9 +13,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::client::{Query, Reply, Session};
-use crate::providers::context::{self, Env};
-use crate::shm;
+use crate::keys::context::{self, Env};
+use crate::session::{Query, Reply, Session};
+use kernstat_shm as shm;
 
 /// How often a kept mapping is checked for being current.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -198,18 +198,16 @@ impl Follow {
     /// A follower of `key` in the snapshot beside `socket`, or None when the snapshot is
     /// not usable or does not hold the key (then watch over the socket).
     pub fn new(socket: PathBuf, key: &str) -> Option<Follow> {
-        if crate::providers::path_scoped(key) || context::lookup(key).is_some() {
+        if crate::keys::path_scoped(key) || context::lookup(key).is_some() {
             return None;
         }
         let stored = shm::stored_key(key, None);
         let mut lookup = Lookup::new(socket, None);
         lookup.snapshot()?.get(&stored)?;
-        let sampled = crate::providers::system::METRICS
+        let sampled = crate::keys::system::SYSTEM_KEYS
             .iter()
             .any(|m| m.key == key)
-            || crate::providers::basic::BASIC_KEYS
-                .iter()
-                .any(|(k, _)| *k == key);
+            || crate::keys::host::BASIC_KEYS.iter().any(|(k, _)| *k == key);
         Some(Follow {
             lookup,
             key: key.to_string(),
@@ -288,7 +286,7 @@ fn git_current(snap: &mut shm::Reader, path: &str) -> bool {
         files: Vec<PathBuf>,
         stamp: Vec<u64>,
     }
-    use crate::providers::git::schedule::{stamp_files, STAMP_KEY};
+    use crate::keys::git::{stamp_files, STAMP_KEY};
     let Some(v) = snap.get(&shm::stored_key(STAMP_KEY, Some(path))) else {
         return false;
     };
@@ -326,7 +324,7 @@ fn stored_reply(key: &str, v: shm::Stored, interval_ms: u32) -> Reply {
     if r.ok {
         let age_ms = shm::now_ns().saturating_sub(v.updated_ns) / 1_000_000;
         r.age_ms = Some(age_ms);
-        r.stale = Some(crate::server::is_stale(
+        r.stale = Some(crate::keys::is_stale(
             key,
             Duration::from_millis(age_ms),
             Duration::from_millis(u64::from(interval_ms)),
@@ -338,7 +336,7 @@ fn stored_reply(key: &str, v: shm::Stored, interval_ms: u32) -> Reply {
 /// For per-directory keys: the directory as an absolute path (the daemon has another
 /// cwd), `path` or the current directory. None for every other key.
 pub fn key_dir(key: &str, path: Option<&Path>) -> io::Result<Option<String>> {
-    if !crate::providers::path_scoped(key) {
+    if !crate::keys::path_scoped(key) {
         return Ok(None);
     }
     let dir = match path {

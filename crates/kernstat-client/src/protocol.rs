@@ -168,7 +168,7 @@ pub fn write_text(out: &mut Vec<u8>, data: &[u8]) {
         _ => String::from_utf8_lossy(data).into_owned(),
     };
     // C0, DEL and C1 controls as spaces (a value must not drive the terminal).
-    out.extend_from_slice(crate::client::printable(text).as_bytes());
+    out.extend_from_slice(crate::session::printable(text).as_bytes());
     out.push(b'\n');
 }
 

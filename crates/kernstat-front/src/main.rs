@@ -21,11 +21,11 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 
-use kernstat_daemon::client::value_text;
-use kernstat_daemon::lookup::{self, Lookup};
-use kernstat_daemon::providers::{self, context};
-use kernstat_daemon::{default_socket, Query, Reply};
-use kernstat_render::fill;
+use kernstat_client::fill;
+use kernstat_client::keys::{self as providers, context};
+use kernstat_client::lookup::{self, Lookup};
+use kernstat_client::session::value_text;
+use kernstat_client::{default_socket, Query, Reply};
 
 /// The full program's file name, in the directory of this one.
 const FULL: &str = "kernstat-full";
