@@ -17,12 +17,12 @@ use kernstat_render::{BarFormat, BarRenderer, Template, TickInfo, FIELDS};
 
 use crate::alloc::allocations;
 use crate::cli::{BarArgs, FormatArg};
-use crate::collect::Collector;
 use crate::instance::{self, FollowEnd, Leader, Role};
 use crate::privileges;
 use crate::selfcost::SelfCost;
 use crate::signals::{Signals, Wake};
 use crate::stdout::{Stdout, WriteOutcome};
+use kernstat_collect::Collector;
 
 /// The first tick comes this soon after the baseline sample (rates need two samples),
 /// so that a bar shows numbers within ~50 ms of starting.
@@ -289,7 +289,7 @@ struct Loop {
 
 impl Loop {
     fn new(args: &BarArgs, template: Template, format: BarFormat) -> anyhow::Result<Self> {
-        let collector = crate::collect::open_collector(&args.source)?;
+        let collector = crate::source::open_collector(&args.source)?;
         Ok(Loop {
             collector,
             prev: RawSample::default(),

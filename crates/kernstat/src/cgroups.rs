@@ -376,11 +376,11 @@ fn bench(reader: &mut CgroupReader, n: u32, depth: Option<u32>) -> anyhow::Resul
     let mut wall = Vec::with_capacity(n as usize);
     let mut groups = 0;
     for i in 0..n + 2 {
-        let c0 = crate::selfcost::process_cpu_ns();
+        let c0 = kernstat_os::process_cpu_ns();
         let t0 = Instant::now();
         let tree = reader.read(CgroupWant::default(), depth)?;
         let w = t0.elapsed().as_nanos() as u64;
-        let c = crate::selfcost::process_cpu_ns() - c0;
+        let c = kernstat_os::process_cpu_ns() - c0;
         groups = tree.groups.len();
         if i >= 2 {
             cpu.push(c);
@@ -401,13 +401,13 @@ fn bench(reader: &mut CgroupReader, n: u32, depth: Option<u32>) -> anyhow::Resul
         let mut cpu = Vec::with_capacity(n as usize);
         let mut seen = Ok(0);
         for i in 0..n + 2 {
-            let c0 = crate::selfcost::process_cpu_ns();
+            let c0 = kernstat_os::process_cpu_ns();
             seen = it.read().map(|g| g.len());
             if seen.is_err() {
                 break;
             }
             if i >= 2 {
-                cpu.push(crate::selfcost::process_cpu_ns() - c0);
+                cpu.push(kernstat_os::process_cpu_ns() - c0);
             }
         }
         match seen {

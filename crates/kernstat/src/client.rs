@@ -20,8 +20,8 @@ use kernstat_daemon::Cache;
 use kernstat_model::{Model, ModelOptions, RawSample};
 
 use crate::cli::{EvalArgs, Format, GetArgs, PutArgs, StatusArgs, WatchArgs};
-use crate::collect::{CollectOptions, Collector};
 use crate::{autostart, format};
+use kernstat_collect::{CollectOptions, Collector};
 
 /// Window for rates when `get` computes a value itself.
 const DIRECT_WINDOW: Duration = Duration::from_millis(250);

@@ -18,10 +18,10 @@ use kernstat_daemon::{Access, Config, Daemon};
 use kernstat_model::{Model, ModelOptions, RawSample, Source};
 
 use crate::cli::DaemonArgs;
-use crate::collect::open_collector;
 use crate::exporter::MetricsSources;
 use crate::privileges::{self, Dropped};
 use crate::signals::{Signals, Wake};
+use crate::source::open_collector;
 
 /// The first sample is published this soon after the baseline, so that clients get
 /// numbers right after start (rates over a short window, like the bar's first tick).
@@ -157,7 +157,7 @@ struct Opened {
     metrics_addr: Option<std::net::SocketAddr>,
     network_events: Option<kernstat_daemon::providers::network::Events>,
     signals: Option<Signals>,
-    collector: crate::collect::Collector,
+    collector: kernstat_collect::Collector,
     metrics: Option<MetricsSources>,
     listener: Option<std::os::unix::net::UnixListener>,
     snapshot: Option<(kernstat_shm::Writer, bool)>,
@@ -204,7 +204,7 @@ impl Opened {
         raise_fd_limit();
         let mut collector = open_collector(&args.source)?;
         collector.with_cgroups(
-            &crate::collect::collect_options(&args.source).roots,
+            &crate::source::collect_options(&args.source).roots,
             Some(args.cgroup_depth),
             args.cgroup_max,
         );
@@ -503,7 +503,7 @@ fn say_listening(args: &DaemonArgs, plan: &Plan, opened: &Opened, dropped: Dropp
 
 /// Samples on a fixed grid (and on refresh requests) until told to stop.
 fn sample_loop(
-    collector: &mut crate::collect::Collector,
+    collector: &mut kernstat_collect::Collector,
     daemon: &Daemon,
     mut metrics: Option<&mut MetricsSources>,
     mut recorder: Option<&mut crate::recorder::Recorder>,

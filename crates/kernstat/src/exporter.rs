@@ -22,7 +22,7 @@ use kernstat_model::writes::{Deltas, FileKind, Syscall, SIZE_SLOTS};
 use kernstat_model::{Model, RawSample};
 
 use crate::cli::{Collect, DaemonArgs};
-use crate::collect::Collector;
+use kernstat_collect::Collector;
 
 /// The metrics side of the daemon.
 pub struct MetricsSources {
@@ -220,7 +220,7 @@ impl MetricsSources {
             runq,
             runq_per_cpu,
             writes,
-            self_cpu_ns: crate::selfcost::process_cpu_ns(),
+            self_cpu_ns: kernstat_os::process_cpu_ns(),
             self_rss_bytes: self_rss_bytes(),
             programs: self.programs(collector),
             bpf_stats: self.stats.is_some(),

@@ -5,13 +5,11 @@
 //! each command is a module. Errors reach the user as one line on stderr and a non-zero
 //! status; a closed stdout is not an error (status 0).
 
-mod alloc;
 mod autostart;
 mod bar;
 mod cgroups;
 mod cli;
 mod client;
-mod collect;
 mod daemon;
 mod docs;
 mod doctor;
@@ -19,22 +17,18 @@ mod exporter;
 mod format;
 mod init;
 mod instance;
-mod interval;
-mod net_interval;
-mod privileges;
 mod ps;
 mod recorder;
 mod replay;
 mod runqlat;
-mod sandbox;
-mod selfcost;
 mod session;
-mod signals;
 mod snapshot;
-mod stdout;
-mod tasks;
+mod source;
 mod top;
 mod writes;
+
+use kernstat_collect::{net_interval, selfcost, tasks};
+use kernstat_os::{alloc, interval, privileges, sandbox, signals, stdout};
 
 use clap::Parser;
 

@@ -9,7 +9,7 @@ use kernstat_render::tooltip::{write_tooltip, TooltipExtras};
 use kernstat_render::SnapshotView;
 
 use crate::cli::SnapshotArgs;
-use crate::collect::open_collector;
+use crate::source::open_collector;
 
 /// Runs `kernstat snapshot`; returns the exit status.
 pub fn run(args: &SnapshotArgs) -> anyhow::Result<i32> {
@@ -18,7 +18,7 @@ pub fn run(args: &SnapshotArgs) -> anyhow::Result<i32> {
     }
     let mut collector = open_collector(&args.source)?;
     collector.with_cgroups(
-        &crate::collect::collect_options(&args.source).roots,
+        &crate::source::collect_options(&args.source).roots,
         Some(args.cgroup_depth),
         args.cgroup_max,
     );

@@ -141,19 +141,19 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     }
     let mut screen = term::Screen::enter()?;
     let mut refreshes = 0u64;
-    let mut cpu_before = crate::selfcost::process_cpu_ns();
+    let mut cpu_before = kernstat_os::process_cpu_ns();
     let mut wall_before = Instant::now();
     let mut report = Report::default();
     loop {
         let allocs_before = crate::alloc::allocations();
-        let cpu_at_start = crate::selfcost::process_cpu_ns();
+        let cpu_at_start = kernstat_os::process_cpu_ns();
         let cgroups = !app.view.filter.is_empty() || app.view.cgroup.is_some();
         // Straight into the view's rows (one table in memory, not two: 2 MB at 10,000).
         app.machine = match app.replay.as_mut() {
             Some(r) => r.show(&mut app.view.procs),
             None => sampler.refresh(&mut app.view.procs, app.threads, cgroups)?,
         };
-        let cpu_sampled = crate::selfcost::process_cpu_ns();
+        let cpu_sampled = kernstat_os::process_cpu_ns();
         if let Some(panel) = app.cgroups.as_mut() {
             if let Err(e) = panel.refresh() {
                 app.message = Some(format!("cgroups: {e:#}; view closed"));
@@ -192,9 +192,9 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         app.view.rebuild();
         refreshes += 1;
         app.refreshes = refreshes;
-        let cpu_viewed = crate::selfcost::process_cpu_ns();
+        let cpu_viewed = kernstat_os::process_cpu_ns();
         screen.terminal.draw(|f| draw::draw(f, &mut app))?;
-        let cpu_drawn = crate::selfcost::process_cpu_ns();
+        let cpu_drawn = kernstat_os::process_cpu_ns();
         report.add(
             crate::alloc::allocations() - allocs_before,
             [
@@ -205,7 +205,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
             ],
         );
         let now = Instant::now();
-        let cpu_now = crate::selfcost::process_cpu_ns();
+        let cpu_now = kernstat_os::process_cpu_ns();
         let wall = now.duration_since(wall_before).as_nanos() as f64;
         if wall > 0.0 && refreshes > 1 {
             app.cost_percent = Some((cpu_now - cpu_before) as f64 / wall * 100.0);

@@ -10,11 +10,14 @@ use kernstat_sources::{ProcfsPs, Roots, Want};
 
 /// Where the rows come from.
 pub enum TaskSource {
+    /// The BPF task iterator (pinned, or loaded by this process).
     Bpf(PsReader),
+    /// /proc.
     Procfs(ProcfsPs),
 }
 
 impl TaskSource {
+    /// "bpf", "bpf-pin" or "procfs", as `--json` says it.
     pub fn name(&self) -> &'static str {
         match self {
             TaskSource::Bpf(r) => r.source_name(),
@@ -22,6 +25,8 @@ impl TaskSource {
         }
     }
 
+    /// Every process (and with `threads`, every thread) now; a pin written by another
+    /// kernstat version is never misread (the iterator is loaded instead).
     pub fn read(
         &mut self,
         threads: bool,

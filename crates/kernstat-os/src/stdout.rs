@@ -13,6 +13,7 @@ pub enum WriteOutcome {
 }
 
 /// Standard output.
+#[derive(Default)]
 pub struct Stdout {
     _private: (),
 }

@@ -39,12 +39,14 @@ impl NetInterval {
         None
     }
 
+    /// Reads the counters at the interval's start.
     pub fn read_first(&mut self) {
         if self.net.read(&mut self.first, |_, _| true).is_err() {
             self.first.procs.clear();
         }
     }
 
+    /// Reads them at its end, `dt` seconds later.
     pub fn read_second(&mut self, dt: f64) {
         if self.net.read(&mut self.second, |_, _| true).is_err() {
             self.second.procs.clear();

@@ -10,11 +10,7 @@
 use kernstat_bpf::stats::{prog_run_time, RunTimeStats};
 use kernstat_bpf::Sampler;
 
-/// This process's CPU time, ns (all threads, live and exited).
-pub fn process_cpu_ns() -> u64 {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+use kernstat_os::process_cpu_ns;
 
 /// Tracks kernstat's own cost between calls to `measure`.
 pub struct SelfCost {
