@@ -6,9 +6,11 @@
 //! - `tasks`: the process table of `ps` and `top` (the pinned or a fresh task iterator,
 //!   or procfs), and command lines;
 //! - `net_interval`: per-process network over one command's interval;
-//! - `selfcost`: what kernstat itself costs (its CPU and its hooks' run time).
+//! - `selfcost`: what kernstat itself costs (its CPU and its hooks' run time);
+//! - `cgroups`: control groups over an interval, with their processes' network.
 #![deny(missing_docs)]
 
+pub mod cgroups;
 pub mod collector;
 pub mod net_interval;
 pub mod selfcost;

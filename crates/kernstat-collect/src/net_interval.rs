@@ -54,6 +54,11 @@ impl NetInterval {
         self.dt = dt;
     }
 
+    /// Makes the end of this interval the start of the next (a view that reads again).
+    pub fn shift(&mut self) {
+        std::mem::swap(&mut self.first, &mut self.second);
+    }
+
     /// (received, sent) bytes per second of process `pid` (zero if it used no socket).
     pub fn rates(&self, pid: u32) -> (Option<f64>, Option<f64>) {
         let newest = self.second.procs.iter().rfind(|p| p.pid == pid);

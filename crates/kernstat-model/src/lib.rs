@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod cgroup;
+pub mod cgroup_tree;
 pub mod hist;
 pub mod model;
 pub mod net;

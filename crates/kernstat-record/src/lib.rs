@@ -22,6 +22,9 @@ use std::time::Duration;
 
 use kernstat_model::record::Frame;
 
+pub mod locate;
+pub mod time;
+
 /// Format version written; a reader reads this and every older one.
 pub const VERSION: u16 = 1;
 /// The file header's first six bytes.

@@ -8,6 +8,7 @@ pub mod hist;
 pub mod human;
 pub mod plot;
 pub mod runqlat;
+pub mod sort;
 pub mod table;
 pub mod template;
 pub mod tooltip;

@@ -6,162 +6,94 @@
 //! per-process counters summed into each group and its ancestors (processes placed by
 //! the task iterator's cgroup id).
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::time::Instant;
 
 use anyhow::Context;
-use kernstat_model::cgroup::{rates, CgroupNet, CgroupRate};
+use kernstat_collect::cgroups::{CgroupOptions, CgroupSampler};
+use kernstat_model::cgroup::CgroupRate;
+use kernstat_model::cgroup_tree::{tree, Column, TreeLine, TreeOrder};
+use kernstat_render::sort::SortSpec;
 use kernstat_sources::cgroup::{CgroupReader, CgroupWant};
-use kernstat_sources::{Roots, Want};
 
 use crate::cli::CgroupsArgs;
-use crate::net_interval::NetInterval;
-use crate::tasks::TaskSource;
 
-/// A column: name for --sort, header, width.
-struct Col {
-    name: &'static str,
-    header: &'static str,
-    width: usize,
-}
-
-const COLS: &[Col] = &[
-    Col {
-        name: "cpu",
-        header: "CPU%",
-        width: 6,
-    },
-    Col {
-        name: "throttled",
-        header: "THR%",
-        width: 5,
-    },
-    Col {
-        name: "mem",
-        header: "MEM",
-        width: 6,
-    },
-    Col {
-        name: "limit",
-        header: "LIMIT",
-        width: 6,
-    },
-    Col {
-        name: "ioread",
-        header: "IO_R/s",
-        width: 7,
-    },
-    Col {
-        name: "iowrite",
-        header: "IO_W/s",
-        width: 7,
-    },
-    Col {
-        name: "psicpu",
-        header: "P_CPU",
-        width: 5,
-    },
-    Col {
-        name: "psimem",
-        header: "P_MEM",
-        width: 5,
-    },
-    Col {
-        name: "psiio",
-        header: "P_IO",
-        width: 5,
-    },
-    Col {
-        name: "pids",
-        header: "TASKS",
-        width: 5,
-    },
-    Col {
-        name: "netrx",
-        header: "NET_RX/s",
-        width: 8,
-    },
-    Col {
-        name: "nettx",
-        header: "NET_TX/s",
-        width: 8,
-    },
+/// The table's columns: which, header, width.
+const COLS: &[(Column, &str, usize)] = &[
+    (Column::Cpu, "CPU%", 6),
+    (Column::Throttled, "THR%", 5),
+    (Column::Mem, "MEM", 6),
+    (Column::Limit, "LIMIT", 6),
+    (Column::IoRead, "IO_R/s", 7),
+    (Column::IoWrite, "IO_W/s", 7),
+    (Column::PsiCpu, "P_CPU", 5),
+    (Column::PsiMem, "P_MEM", 5),
+    (Column::PsiIo, "P_IO", 5),
+    (Column::Pids, "TASKS", 5),
+    (Column::NetRx, "NET_RX/s", 8),
+    (Column::NetTx, "NET_TX/s", 8),
 ];
 
 /// Runs `kernstat cgroups`; returns the exit status.
 pub fn run(args: &CgroupsArgs) -> anyhow::Result<i32> {
-    let (sort, descending) = match args.sort.strip_prefix('-') {
-        Some(n) => (n, true),
-        None => (args.sort.as_str(), false),
+    let spec = SortSpec::parse(&args.sort);
+    let sort = match (spec.key, Column::parse(spec.key)) {
+        ("path", _) => None,
+        (_, Some(c)) => Some(c),
+        _ => {
+            let names: Vec<&str> = std::iter::once("path")
+                .chain(Column::ALL.iter().map(|c| c.name()))
+                .collect();
+            crate::cli::usage!(
+                "--sort {:?}: no such column (one of {})",
+                args.sort,
+                names.join(", ")
+            );
+        }
     };
-    if sort != "path" && !COLS.iter().any(|c| c.name == sort) {
-        let names: Vec<&str> = std::iter::once("path")
-            .chain(COLS.iter().map(|c| c.name))
-            .collect();
-        crate::cli::usage!(
-            "--sort {:?}: no such column (one of {})",
-            args.sort,
-            names.join(", ")
-        );
-    }
-    let roots = Roots::default();
-    let Some(reader) = CgroupReader::open(&roots) else {
-        anyhow::bail!("no cgroup v2 hierarchy is mounted here (see /proc/self/mounts)");
-    };
-    let mut reader = reader.with_bounds(kernstat_sources::cgroup::CgroupBounds {
-        max_groups: args.max_groups.max(1),
-        max_children: (args.max_groups / 4).max(16),
-    });
-    let want = CgroupWant {
+    let mut sampler = CgroupSampler::open(CgroupOptions {
+        depth: args.depth,
         memory_stat: args.json,
-    };
+        max_groups: Some(args.max_groups),
+        network: !args.no_net,
+        no_bpf: args.no_bpf,
+    })?;
     if let Some(n) = args.bench {
-        return bench(&mut reader, n, args.depth);
+        return bench(sampler.reader(), n, args.depth);
     }
-    let mut net = if args.no_net {
-        None
-    } else {
-        NetInterval::start(args.no_bpf, false)
-    };
-    let first = reader
-        .read(want, args.depth)
-        .context("reading the cgroup hierarchy")?;
-    if let Some(n) = net.as_mut() {
-        n.read_first();
-    }
-    let t0 = Instant::now();
+    sampler.read().context("reading the cgroup hierarchy")?;
     std::thread::sleep(args.interval);
-    let second = reader
-        .read(want, args.depth)
-        .context("reading the cgroup hierarchy")?;
-    if let Some(n) = net.as_mut() {
-        n.read_second(t0.elapsed().as_secs_f64());
-    }
-    let mut groups = rates(&first, &second);
-    if let Some(n) = &net {
-        add_network(&mut groups, n, args.no_bpf)?;
-    }
+    let (mut groups, layout) = sampler.read().context("reading the cgroup hierarchy")?;
     if let Some(root) = &args.root {
         let root = normalize(root);
         groups.retain(|g| kernstat_model::cgroup::within(&g.path, &root));
+        if groups.is_empty() {
+            eprintln!("kernstat cgroups: no control group {root} (kernstat cgroups --depth 1 lists the top ones)");
+            return Ok(1);
+        }
     }
-    let order = tree_order(&groups, sort, descending);
+    let lines = tree(
+        &groups,
+        &TreeOrder {
+            sort,
+            descending: spec.descending,
+            ..TreeOrder::default()
+        },
+    );
     let mut out = io::stdout().lock();
     if args.json {
-        for &i in &order {
-            let g = &groups[i];
+        for l in &lines {
             serde_json::to_writer(
                 &mut out,
                 &JsonGroup {
-                    group: g,
-                    layout: &second.layout,
+                    group: &groups[l.index],
+                    layout: &layout,
                 },
             )?;
             out.write_all(b"\n")?;
         }
     } else {
-        out.write_all(table(&groups, &order, &second.layout).as_bytes())?;
+        out.write_all(table(&groups, &lines, &layout).as_bytes())?;
     }
     Ok(0)
 }
@@ -184,143 +116,16 @@ fn normalize(p: &str) -> String {
     }
 }
 
-/// Sums every process's socket bytes into its group and the group's ancestors.
-fn add_network(groups: &mut [CgroupRate], net: &NetInterval, no_bpf: bool) -> anyhow::Result<()> {
-    let mut source = TaskSource::open(no_bpf, &crate::tasks::pin_dir(), false)?;
-    let want = Want {
-        cmdline: false,
-        cgroup: true,
-    };
-    let mut extra = None;
-    let tasks = source.read(false, want, &mut extra)?;
-    let by_id: HashMap<u64, usize> = groups.iter().enumerate().map(|(i, g)| (g.id, i)).collect();
-    let by_path: HashMap<String, usize> = groups
-        .iter()
-        .enumerate()
-        .map(|(i, g)| (g.path.clone(), i))
-        .collect();
-    for g in groups.iter_mut() {
-        g.net = Some(CgroupNet::default());
-    }
-    for t in &tasks {
-        let (Some(rx), Some(tx)) = net.rates(t.pid) else {
-            continue;
-        };
-        if rx + tx == 0.0 {
-            continue;
-        }
-        // The process's group, by id (the iterator) or path (procfs); then every
-        // ancestor shown.
-        let mut path = match (by_id.get(&t.cgroup_id), &t.cgroup_path) {
-            (Some(&i), _) => groups[i].path.clone(),
-            (None, Some(p)) => p.clone(),
-            (None, None) => continue,
-        };
-        loop {
-            if let Some(&i) = by_path.get(&path) {
-                if let Some(n) = groups[i].net.as_mut() {
-                    n.rx_bps += rx;
-                    n.tx_bps += tx;
-                }
-            }
-            if path == "/" {
-                break;
-            }
-            path = match path.rfind('/') {
-                Some(0) | None => "/".into(),
-                Some(i) => path[..i].to_string(),
-            };
-        }
-    }
-    Ok(())
-}
-
-fn value(g: &CgroupRate, col: &str) -> Option<f64> {
-    let psi = |i: usize| match i {
-        0 => g.psi_cpu.some.map(|l| f64::from(l.avg10)),
-        1 => g.psi_memory.some.map(|l| f64::from(l.avg10)),
-        _ => g.psi_io.some.map(|l| f64::from(l.avg10)),
-    };
-    match col {
-        "cpu" => Some(g.cpu_percent),
-        "throttled" => g.throttled_percent,
-        "mem" => g.memory.map(|m| m.current as f64),
-        "limit" => g.memory.and_then(|m| m.max.or(m.high)).map(|v| v as f64),
-        "ioread" => g.io_read_bps,
-        "iowrite" => g.io_write_bps,
-        "psicpu" => psi(0),
-        "psimem" => psi(1),
-        "psiio" => psi(2),
-        "pids" => g.pids.map(|v| v as f64),
-        "netrx" => g.net.map(|n| n.rx_bps),
-        "nettx" => g.net.map(|n| n.tx_bps),
-        _ => None,
-    }
-}
-
-/// Parents before children; siblings by the sort column (unmeasured last).
-fn tree_order(groups: &[CgroupRate], sort: &str, descending: bool) -> Vec<usize> {
-    let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut roots = Vec::new();
-    let paths: std::collections::HashSet<&str> = groups.iter().map(|g| g.path.as_str()).collect();
-    for (i, g) in groups.iter().enumerate() {
-        let parent = match g.path.rfind('/') {
-            _ if g.path == "/" => None,
-            Some(0) => Some("/"),
-            Some(j) => Some(&g.path[..j]),
-            None => None,
-        };
-        match parent.filter(|p| paths.contains(p)) {
-            Some(p) => children.entry(p).or_default().push(i),
-            None => roots.push(i),
-        }
-    }
-    let cmp = |a: &usize, b: &usize| {
-        let (ga, gb) = (&groups[*a], &groups[*b]);
-        let o = if sort == "path" {
-            ga.path.cmp(&gb.path)
-        } else {
-            match (value(ga, sort), value(gb, sort)) {
-                (Some(x), Some(y)) => x.total_cmp(&y),
-                (x, y) => x.is_some().cmp(&y.is_some()),
-            }
-        };
-        let o = if descending { o.reverse() } else { o };
-        o.then_with(|| ga.path.cmp(&gb.path))
-    };
-    let mut out = Vec::with_capacity(groups.len());
-    fn walk(
-        i: usize,
-        groups: &[CgroupRate],
-        children: &mut HashMap<&str, Vec<usize>>,
-        cmp: &dyn Fn(&usize, &usize) -> std::cmp::Ordering,
-        out: &mut Vec<usize>,
-    ) {
-        out.push(i);
-        if let Some(mut kids) = children.remove(groups[i].path.as_str()) {
-            kids.sort_by(cmp);
-            for k in kids {
-                walk(k, groups, children, cmp, out);
-            }
-        }
-    }
-    roots.sort_by(cmp);
-    for r in roots {
-        walk(r, groups, &mut children, &cmp, &mut out);
-    }
-    out
-}
-
-fn cell(g: &CgroupRate, col: &str) -> String {
+fn cell(g: &CgroupRate, col: Column) -> String {
     let mut s = String::new();
-    let Some(v) = value(g, col) else {
+    let Some(v) = col.value(g) else {
         return "-".into();
     };
     match col {
-        "cpu" | "throttled" | "psicpu" | "psimem" | "psiio" => {
+        Column::Cpu | Column::Throttled | Column::PsiCpu | Column::PsiMem | Column::PsiIo => {
             s = format!("{v:.1}");
         }
-        "pids" => s = format!("{v:.0}"),
+        Column::Pids => s = format!("{v:.0}"),
         _ => {
             let _ = kernstat_render::human::bytes(&mut s, v);
         }
@@ -328,16 +133,16 @@ fn cell(g: &CgroupRate, col: &str) -> String {
     s
 }
 
-fn table(groups: &[CgroupRate], order: &[usize], layout: &str) -> String {
+fn table(groups: &[CgroupRate], lines: &[TreeLine], layout: &str) -> String {
     let mut out = String::new();
-    for c in COLS {
-        out.push_str(&format!("{:>w$} ", c.header, w = c.width));
+    for (_, header, width) in COLS {
+        out.push_str(&format!("{header:>width$} "));
     }
     out.push_str("CGROUP\n");
-    for &i in order {
-        let g = &groups[i];
-        for c in COLS {
-            out.push_str(&format!("{:>w$} ", cell(g, c.name), w = c.width));
+    for l in lines {
+        let g = &groups[l.index];
+        for (col, _, width) in COLS {
+            out.push_str(&format!("{:>width$} ", cell(g, *col)));
         }
         let name = if g.path == "/" {
             "/"

@@ -639,28 +639,7 @@ pub struct DaemonArgs {
     pub source: SourceArgs,
 }
 
-/// `7d`, `36h`, `90m`: an age for retention.
-pub fn parse_age(s: &str) -> Result<Duration, String> {
-    let unit = s.chars().last().unwrap_or(' ');
-    let scale = match unit {
-        's' => 1,
-        'm' => 60,
-        'h' => 3600,
-        'd' => 86_400,
-        _ => {
-            return Err(format!(
-                "{s:?}: an age is a number and s, m, h or d (e.g. 7d)"
-            ))
-        }
-    };
-    let n: u64 = s[..s.len() - 1]
-        .parse()
-        .map_err(|_| format!("{s:?}: an age is a number and s, m, h or d (e.g. 7d)"))?;
-    if n == 0 {
-        return Err(format!("{s:?}: keep something (more than 0)"));
-    }
-    Ok(Duration::from_secs(n * scale))
-}
+pub use kernstat_record::time::parse_age;
 
 /// `1G`, `500M`, `64K`, `1048576`: a size in bytes (powers of 1024).
 pub fn parse_size(s: &str) -> Result<u64, String> {

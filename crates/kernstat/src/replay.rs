@@ -6,114 +6,19 @@
 use std::io::Write;
 
 use anyhow::Context;
-use std::path::{Path, PathBuf};
 
 use kernstat_model::ps::PsRow;
 use kernstat_model::record::{ExitedProcess, Frame};
+pub use kernstat_record::locate::archive_dir;
+pub use kernstat_record::time::{local_stamp, parse_time};
 use kernstat_record::Archive;
 
 use crate::cli::{DumpArgs, DumpFormat, ReplayArgs};
-
-/// The system daemon's archive (its unit records there).
-pub const SYSTEM_ARCHIVE: &str = "/var/lib/kernstat/record";
-/// Where the system unit recorded before the archive moved into a directory of its own.
-const OLD_SYSTEM_ARCHIVE: &str = "/var/lib/kernstat";
-
-/// The archive to read: --archive, else $KERNSTAT_ARCHIVE, else the system daemon's if
-/// this user can list it and it holds samples, else the user's own.
-pub fn archive_dir(explicit: Option<&Path>) -> PathBuf {
-    if let Some(p) = explicit {
-        return p.to_path_buf();
-    }
-    if let Some(p) = std::env::var_os("KERNSTAT_ARCHIVE").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let has_samples = |dir: &Path| {
-        std::fs::read_dir(dir).is_ok_and(|mut rd| {
-            rd.any(|e| {
-                e.ok()
-                    .and_then(|e| e.file_name().to_str().and_then(kernstat_record::file_hour))
-                    .is_some()
-            })
-        })
-    };
-    for system in [SYSTEM_ARCHIVE, OLD_SYSTEM_ARCHIVE] {
-        if has_samples(Path::new(system)) {
-            return PathBuf::from(system);
-        }
-    }
-    user_archive()
-}
-
-/// `$XDG_STATE_HOME/kernstat/record`, else `~/.local/state/kernstat/record`.
-pub fn user_archive() -> PathBuf {
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/".into()))
-                .join(".local/state")
-        });
-    state.join("kernstat/record")
-}
-
-/// A time as `--at`, `--from` and `--to` take it, in ns since the Unix epoch.
-pub fn parse_time(s: &str, now: jiff::Zoned) -> Result<u64, String> {
-    let bad = || {
-        format!(
-            "{s:?} is not a time: use 03:12 (today), -10m (ago: s, m, h, d), 2026-11-25T03:12:00Z, \"2026-11-25 03:12\" or @EPOCH_SECONDS"
-        )
-    };
-    let s = s.trim();
-    let to_ns = |ts: jiff::Timestamp| u64::try_from(ts.as_nanosecond()).map_err(|_| bad());
-    if s == "now" {
-        return to_ns(now.timestamp());
-    }
-    if let Some(epoch) = s.strip_prefix('@') {
-        // Seconds since the Unix epoch, as `date +%s` prints them.
-        let secs: f64 = epoch.parse().map_err(|_| bad())?;
-        return Ok((secs.max(0.0) * 1e9) as u64);
-    }
-    if let Some(ago) = s.strip_prefix('-') {
-        let age = crate::cli::parse_age(ago).map_err(|_| bad())?;
-        let ns = to_ns(now.timestamp())?;
-        return Ok(ns.saturating_sub(age.as_nanos() as u64));
-    }
-    if let Ok(ts) = s.parse::<jiff::Timestamp>() {
-        return to_ns(ts);
-    }
-    // A local date and time: "2026-11-25 03:12", "2026-11-25T03:12:30".
-    if let Ok(dt) = s.parse::<jiff::civil::DateTime>() {
-        let z = dt.to_zoned(now.time_zone().clone()).map_err(|_| bad())?;
-        return to_ns(z.timestamp());
-    }
-    // A time of day: today's, or yesterday's when today's is still to come.
-    if let Ok(t) = s.parse::<jiff::civil::Time>() {
-        let today = now.date().to_datetime(t);
-        let mut z = today.to_zoned(now.time_zone().clone()).map_err(|_| bad())?;
-        if z.timestamp() > now.timestamp() {
-            z = z.yesterday().map_err(|_| bad())?;
-        }
-        return to_ns(z.timestamp());
-    }
-    Err(bad())
-}
 
 fn parse_or_usage(s: &str) -> anyhow::Result<u64> {
     match parse_time(s, jiff::Zoned::now()) {
         Ok(t) => Ok(t),
         Err(e) => crate::cli::usage!("{e}"),
-    }
-}
-
-/// RFC 3339 in local time, for people: "2026-11-25T03:12:05+01:00".
-pub fn local_stamp(unix_ns: u64) -> String {
-    match jiff::Timestamp::from_nanosecond(unix_ns as i128) {
-        Ok(ts) => ts
-            .to_zoned(jiff::tz::TimeZone::system())
-            .strftime("%Y-%m-%dT%H:%M:%S%.3f%:z")
-            .to_string(),
-        Err(_) => unix_ns.to_string(),
     }
 }
 

@@ -8,38 +8,29 @@
 
 use std::collections::HashSet;
 
-use kernstat_model::cgroup::{rates, CgroupRate, CgroupTree};
-use kernstat_sources::cgroup::{CgroupReader, CgroupWant};
-use kernstat_sources::Roots;
+use kernstat_collect::cgroups::{CgroupOptions, CgroupSampler};
+use kernstat_model::cgroup::CgroupRate;
+use kernstat_model::cgroup_tree::{tree, Column, TreeLine, TreeOrder};
 
-/// The columns, in order: title, width.
-pub const COLUMNS: [(&str, u16); 9] = [
-    ("CPU%", 6),
-    ("THR%", 5),
-    ("MEM", 7),
-    ("IO_R/s", 7),
-    ("IO_W/s", 7),
-    ("P_CPU", 5),
-    ("P_MEM", 5),
-    ("P_IO", 5),
-    ("TASKS", 5),
+/// The columns, in order: which, title, width.
+pub const COLUMNS: [(Column, &str, u16); 9] = [
+    (Column::Cpu, "CPU%", 6),
+    (Column::Throttled, "THR%", 5),
+    (Column::Mem, "MEM", 7),
+    (Column::IoRead, "IO_R/s", 7),
+    (Column::IoWrite, "IO_W/s", 7),
+    (Column::PsiCpu, "P_CPU", 5),
+    (Column::PsiMem, "P_MEM", 5),
+    (Column::PsiIo, "P_IO", 5),
+    (Column::Pids, "TASKS", 5),
 ];
 
 /// One visible line: which group, and whether it has children (folded or not).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GroupLine {
-    /// Index into [`CgroupPanel::rows`].
-    pub index: usize,
-    /// It has children among the rows.
-    pub parent: bool,
-    /// Its children are hidden.
-    pub folded: bool,
-}
+pub type GroupLine = TreeLine;
 
 /// The cgroup view's state.
 pub struct CgroupPanel {
-    reader: CgroupReader,
-    prev: Option<CgroupTree>,
+    sampler: CgroupSampler,
     /// The groups over the last interval, parents first.
     pub rows: Vec<CgroupRate>,
     /// Groups whose children are hidden.
@@ -62,11 +53,9 @@ pub struct CgroupPanel {
 impl CgroupPanel {
     /// Opens the hierarchy; an error says why there is no view.
     pub fn open() -> anyhow::Result<Self> {
-        let reader = CgroupReader::open(&Roots::default())
-            .ok_or_else(|| anyhow::anyhow!("no cgroup v2 hierarchy is mounted here"))?;
+        let sampler = CgroupSampler::open(CgroupOptions::default())?;
         let mut p = CgroupPanel {
-            reader,
-            prev: None,
+            sampler,
             rows: Vec::new(),
             folded: HashSet::new(),
             sort: Some(0),
@@ -83,33 +72,16 @@ impl CgroupPanel {
 
     /// Reads the hierarchy again: rates since the last reading.
     pub fn refresh(&mut self) -> anyhow::Result<()> {
-        let now = self.reader.read(CgroupWant::default(), None)?;
-        let before = self.prev.take().unwrap_or_else(|| CgroupTree {
-            taken_ns: now.taken_ns,
-            ..now.clone()
-        });
-        self.rows = rates(&before, &now);
-        self.layout = now.layout.clone();
-        self.prev = Some(now);
+        let (rows, layout) = self.sampler.read()?;
+        self.rows = rows;
+        self.layout = layout;
         self.rebuild();
         Ok(())
     }
 
-    /// The value a column sorts by (None: the group lacks it).
+    /// The value of column `col` (an index into [`COLUMNS`]; None: the group lacks it).
     pub fn value(g: &CgroupRate, col: usize) -> Option<f64> {
-        let avg10 = |p: &kernstat_model::cgroup::Pressure| p.some.map(|l| f64::from(l.avg10));
-        match col {
-            0 => Some(g.cpu_percent),
-            1 => g.throttled_percent,
-            2 => g.memory.map(|m| m.current as f64),
-            3 => g.io_read_bps,
-            4 => g.io_write_bps,
-            5 => avg10(&g.psi_cpu),
-            6 => avg10(&g.psi_memory),
-            7 => avg10(&g.psi_io),
-            8 => g.pids.map(|v| v as f64),
-            _ => None,
-        }
+        COLUMNS.get(col).and_then(|(c, _, _)| c.value(g))
     }
 
     /// The visible lines, in display order.
@@ -120,88 +92,16 @@ impl CgroupPanel {
     /// Recomputes the visible lines: tree order, siblings sorted, folded groups'
     /// children hidden, the filter applied (keeping the ancestors of what matches).
     pub fn rebuild(&mut self) {
-        let needle = self.filter.to_lowercase();
-        let keep: HashSet<&str> = if needle.is_empty() {
-            self.rows.iter().map(|g| g.path.as_str()).collect()
-        } else {
-            let mut k = HashSet::new();
-            for g in self
-                .rows
-                .iter()
-                .filter(|g| g.path.to_lowercase().contains(&needle))
-            {
-                let mut p = g.path.as_str();
-                k.insert(p);
-                while let Some(i) = p.rfind('/') {
-                    p = if i == 0 { "/" } else { &p[..i] };
-                    k.insert(p);
-                    if p == "/" {
-                        break;
-                    }
-                }
-            }
-            k
-        };
-        let parent_of = |p: &str| -> Option<String> {
-            if p == "/" {
-                return None;
-            }
-            Some(match p.rfind('/') {
-                Some(0) | None => "/".to_string(),
-                Some(i) => p[..i].to_string(),
-            })
-        };
-        let mut children: std::collections::HashMap<String, Vec<usize>> = Default::default();
-        let mut roots = Vec::new();
-        let all: HashSet<&str> = self.rows.iter().map(|g| g.path.as_str()).collect();
-        for (i, g) in self.rows.iter().enumerate() {
-            match parent_of(&g.path).filter(|p| all.contains(p.as_str())) {
-                Some(p) => children.entry(p).or_default().push(i),
-                None => roots.push(i),
-            }
-        }
-        let (sort, descending, rows) = (self.sort, self.descending, &self.rows);
-        let cmp = |a: &usize, b: &usize| {
-            let (ga, gb) = (&rows[*a], &rows[*b]);
-            let o = match sort {
-                None => ga.path.cmp(&gb.path),
-                Some(c) => match (Self::value(ga, c), Self::value(gb, c)) {
-                    (Some(x), Some(y)) => x.total_cmp(&y),
-                    (x, y) => x.is_some().cmp(&y.is_some()),
-                },
-            };
-            let o = if descending && sort.is_some() {
-                o.reverse()
-            } else {
-                o
-            };
-            o.then_with(|| ga.path.cmp(&gb.path))
-        };
-        let mut out = Vec::new();
-        let mut stack: Vec<usize> = {
-            let mut r = roots;
-            r.sort_by(cmp);
-            r.into_iter().rev().collect()
-        };
-        while let Some(i) = stack.pop() {
-            let path = &rows[i].path;
-            if !keep.contains(path.as_str()) {
-                continue;
-            }
-            let kids = children.get(path.as_str()).cloned().unwrap_or_default();
-            let folded = self.folded.contains(path);
-            out.push(GroupLine {
-                index: i,
-                parent: !kids.is_empty(),
-                folded,
-            });
-            if !folded {
-                let mut kids = kids;
-                kids.sort_by(cmp);
-                stack.extend(kids.into_iter().rev());
-            }
-        }
-        self.lines = out;
+        let rows = &self.rows;
+        self.lines = tree(
+            rows,
+            &TreeOrder {
+                sort: self.sort.and_then(|i| COLUMNS.get(i)).map(|c| c.0),
+                descending: self.descending,
+                folded: Some(&self.folded),
+                filter: &self.filter,
+            },
+        );
         if self
             .selected
             .as_ref()

@@ -669,7 +669,7 @@ fn draw_cgroups(f: &mut Frame, app: &mut App, area: Rect) {
     let mut titles: Vec<Cell> = super::cgroups::COLUMNS
         .iter()
         .enumerate()
-        .map(|(i, (t, w))| {
+        .map(|(i, (_, t, w))| {
             let t = if panel.sort == Some(i) {
                 format!("{t}{arrow}")
             } else {
@@ -694,7 +694,7 @@ fn draw_cgroups(f: &mut Frame, app: &mut App, area: Rect) {
     {
         let g = &panel.rows[line.index];
         let mut cells: Vec<Cell> = Vec::with_capacity(10);
-        for (i, (_, w)) in super::cgroups::COLUMNS.iter().enumerate() {
+        for (i, (_, _, w)) in super::cgroups::COLUMNS.iter().enumerate() {
             let mut buf = String::new();
             match super::cgroups::CgroupPanel::value(g, i) {
                 None => buf.push('-'),
@@ -738,7 +738,7 @@ fn draw_cgroups(f: &mut Frame, app: &mut App, area: Rect) {
     }
     let mut widths: Vec<Constraint> = super::cgroups::COLUMNS
         .iter()
-        .map(|(_, w)| Constraint::Length(*w))
+        .map(|(_, _, w)| Constraint::Length(*w))
         .collect();
     widths.push(Constraint::Fill(1));
     f.render_widget(
