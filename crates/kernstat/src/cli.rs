@@ -394,11 +394,11 @@ pub struct TopArgs {
     /// Refresh interval (keys + and - change it).
     #[arg(short = 'd', long, default_value = "1", value_parser = parse_duration, value_name = "SECONDS")]
     pub delay: Duration,
-    /// Sort by this column at start (pid, user, cpu, mem, time, read, write, cmd...; "-KEY"
-    /// for ascending where descending is the default).
+    /// Sort by this column at start (pid, user, cpu, mem, time, read, write, cmd...);
+    /// "-KEY" for largest first, as in every command.
     #[arg(
         long,
-        default_value = "cpu",
+        default_value = "-cpu",
         allow_hyphen_values = true,
         value_name = "KEY"
     )]

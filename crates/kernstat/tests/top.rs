@@ -215,7 +215,7 @@ fn the_network_columns_sort_a_known_sender_and_receiver_first() {
     }
     let traffic = kernstat_testkit::Traffic::start();
     let dir = tempfile::tempdir().unwrap();
-    let pane = top(dir.path(), "-d 0.5 --sort nettx", &[], (200, 40));
+    let pane = top(dir.path(), "-d 0.5 --sort -nettx", &[], (200, 40));
     for (key, pid, title) in [
         (None, traffic.sender(), "NET_TX/s"),
         (Some("<"), traffic.receiver(), "NET_RX/s"),
@@ -424,7 +424,7 @@ fn the_write_size_panel_counts_a_known_writer_and_detaches_when_off() {
     // Filtered to it: the table and the panel show it whatever else writes.
     let pane = top(
         dir.path(),
-        "-d 1 --sort wcalls --filter trickle",
+        "-d 1 --sort -wcalls --filter trickle",
         &[],
         (160, 40),
     );

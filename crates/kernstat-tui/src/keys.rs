@@ -1,359 +1,18 @@
-//! `kernstat top`: the live view. A header with the machine (per-core bars, memory,
-//! load, pressure, hardware where present, the view's own cost), an optional run-queue
-//! latency panel, and a process table that sorts, filters, shows a tree, follows the
-//! selected process and signals or renices it.
-//!
-//! Split by job: `sample` reads (sources → rows and machine figures), `view` orders and
-//! selects (no terminal), `probes` switches BPF probes on and off, `draw` renders with
-//! ratatui, `term` owns the terminal and gives it back on every way out. This module
-//! only runs the loop and maps keys to actions.
+//! Keys and the mouse: what each does to the view, the panels, the selected process
+//! (signals, renice) and a replay (step, jump).
 
-mod cgroups;
-mod draw;
-mod probes;
-mod replay;
-mod sample;
-mod term;
-mod view;
-
-use std::os::fd::AsFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossterm::event::{
-    self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent,
-    MouseEventKind,
+    Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
+use kernstat_top::probes::{RunqPanel, WritesPanel};
+use kernstat_top::sample::Sampler;
+use kernstat_top::view::SortKey;
 
-use crate::cli::TopArgs;
-use crate::signals::{Signals, Wake};
-use probes::{RunqPanel, WritesPanel};
-use sample::{Machine, Sampler};
-use view::{SortKey, View};
+use crate::{App, Mode, DELAYS, SIGNALS};
 
-/// Refresh intervals `+` and `-` step through.
-const DELAYS: [f64; 9] = [0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0];
-
-/// Signals the confirmation dialog offers: (key, number, name).
-pub(crate) const SIGNALS: [(char, i32, &str); 7] = [
-    ('t', libc::SIGTERM, "TERM"),
-    ('k', libc::SIGKILL, "KILL"),
-    ('i', libc::SIGINT, "INT"),
-    ('h', libc::SIGHUP, "HUP"),
-    ('s', libc::SIGSTOP, "STOP"),
-    ('c', libc::SIGCONT, "CONT"),
-    ('u', libc::SIGUSR1, "USR1"),
-];
-
-/// What the keyboard is talking to.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
-    /// The table.
-    Normal,
-    /// Typing the `/` filter.
-    Filter,
-    /// The help screen.
-    Help,
-    /// Confirming a signal to a process: (pid, command name, signal index in SIGNALS).
-    Signal(u32, String, usize),
-    /// The cgroup view in place of the table.
-    Cgroups,
-    /// Typing the cgroup view's path filter.
-    CgroupFilter,
-    /// Typing a time to jump to (replay, key b).
-    Jump(String),
-}
-
-/// Everything the screen shows.
-pub(crate) struct App {
-    pub view: View,
-    pub machine: Machine,
-    pub mode: Mode,
-    pub delay: Duration,
-    pub threads: bool,
-    pub runq: Option<RunqPanel>,
-    pub writes: Option<WritesPanel>,
-    pub cgroups: Option<cgroups::CgroupPanel>,
-    /// Why the run-queue panel could not open, or the last action's result.
-    pub message: Option<String>,
-    /// kernstat's own CPU over the last interval, percent of one core (this process,
-    /// including the iterator program that runs inside its read).
-    pub cost_percent: Option<f64>,
-    /// Screen rows of the table's header and first row (for the mouse), set by draw.
-    pub table_top: u16,
-    /// Column start positions and their sort keys (for header clicks), set by draw.
-    pub header_hits: Vec<(u16, u16, SortKey)>,
-    /// Lines of the table that fit (for paging), set by draw.
-    pub page: usize,
-    pub color: bool,
-    /// Refreshes so far (shown, so that one can tell a live view from a stuck one).
-    pub refreshes: u64,
-    /// A recorded sample on screen instead of the live machine (--at).
-    pub replay: Option<replay::Replay>,
-    quit: bool,
-    refresh_now: bool,
-}
-
-/// Runs `kernstat top`; returns the exit status.
-pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
-    let (sort, descending) = parse_sort(&args.sort)?;
-    // SIGWINCH too: a resized terminal is drawn at once, not at the next key or refresh.
-    let signals = Signals::block_with_resize();
-    let sigfd = signals.signalfd()?;
-    let replayed = match &args.replay.at {
-        Some(at) => match replay::Replay::open(&args.replay, at)? {
-            Ok(r) => Some(r),
-            Err(code) => return Ok(code),
-        },
-        None => None,
-    };
-    // A replay reads nothing live: the sampler stays on /proc and is never refreshed.
-    let no_bpf = args.no_bpf || replayed.is_some();
-    let mut sampler = Sampler::open(no_bpf, &args.pin_dir, &args.temp)?;
-    let mut app = App {
-        view: View::new(sort, descending),
-        machine: Machine::default(),
-        mode: Mode::Normal,
-        delay: args.delay,
-        threads: false,
-        runq: None,
-        writes: None,
-        cgroups: None,
-        message: None,
-        cost_percent: None,
-        table_top: 0,
-        header_hits: Vec::new(),
-        page: 10,
-        color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-        refreshes: 0,
-        replay: replayed,
-        quit: false,
-        refresh_now: false,
-    };
-    app.view.tree = args.tree;
-    if let Some(f) = &args.filter {
-        app.view.filter = f.clone();
-    }
-    if args.runqlat {
-        toggle_runq(&mut app);
-    }
-    if args.writes {
-        toggle_writes(&mut app);
-    }
-    let mut screen = term::Screen::enter()?;
-    let mut refreshes = 0u64;
-    let mut cpu_before = kernstat_os::process_cpu_ns();
-    let mut wall_before = Instant::now();
-    let mut report = Report::default();
-    loop {
-        let allocs_before = crate::alloc::allocations();
-        let cpu_at_start = kernstat_os::process_cpu_ns();
-        let cgroups = !app.view.filter.is_empty() || app.view.cgroup.is_some();
-        // Straight into the view's rows (one table in memory, not two: 2 MB at 10,000).
-        app.machine = match app.replay.as_mut() {
-            Some(r) => r.show(&mut app.view.procs),
-            None => sampler.refresh(&mut app.view.procs, app.threads, cgroups)?,
-        };
-        let cpu_sampled = kernstat_os::process_cpu_ns();
-        if let Some(panel) = app.cgroups.as_mut() {
-            if let Err(e) = panel.refresh() {
-                app.message = Some(format!("cgroups: {e:#}; view closed"));
-                app.cgroups = None;
-                app.mode = Mode::Normal;
-            }
-        }
-        if let Some(panel) = app.runq.as_mut() {
-            if let Err(e) = panel.refresh() {
-                app.message = Some(format!("run-queue latency: {e:#}; panel off"));
-                app.runq = None;
-            }
-        }
-        if let Some(panel) = &app.runq {
-            for p in app.view.procs.iter_mut() {
-                p.runq_p99_us = panel.p99.get(&p.tgid).copied();
-            }
-        }
-        if let Some(panel) = app.writes.as_mut() {
-            let alive: std::collections::HashSet<u32> =
-                app.view.procs.iter().map(|p| p.tgid).collect();
-            if let Err(e) = panel.refresh(|pid| alive.contains(&pid)) {
-                app.message = Some(format!("write sizes: {e:#}; panel off"));
-                app.writes = None;
-            }
-        }
-        if let Some(panel) = &app.writes {
-            let by_pid: std::collections::HashMap<u32, &kernstat_model::writes::Verdict> =
-                panel.verdicts.iter().map(|v| (v.pid, v)).collect();
-            for p in app.view.procs.iter_mut() {
-                let v = by_pid.get(&p.tgid);
-                p.write_calls_per_s = Some(v.map_or(0.0, |v| v.calls_per_s));
-                p.small_write_share = v.map(|v| v.small_share);
-            }
-        }
-        app.view.rebuild();
-        refreshes += 1;
-        app.refreshes = refreshes;
-        let cpu_viewed = kernstat_os::process_cpu_ns();
-        screen.terminal.draw(|f| draw::draw(f, &mut app))?;
-        let cpu_drawn = kernstat_os::process_cpu_ns();
-        report.add(
-            crate::alloc::allocations() - allocs_before,
-            [
-                cpu_drawn - cpu_at_start,
-                cpu_sampled - cpu_at_start,
-                cpu_viewed - cpu_sampled,
-                cpu_drawn - cpu_viewed,
-            ],
-        );
-        let now = Instant::now();
-        let cpu_now = kernstat_os::process_cpu_ns();
-        let wall = now.duration_since(wall_before).as_nanos() as f64;
-        if wall > 0.0 && refreshes > 1 {
-            app.cost_percent = Some((cpu_now - cpu_before) as f64 / wall * 100.0);
-        }
-        cpu_before = cpu_now;
-        wall_before = now;
-        if args.iterations.is_some_and(|n| refreshes >= n) {
-            break;
-        }
-        // A replay changes only on a key.
-        let wait = match app.replay {
-            Some(_) => Duration::from_secs(3600),
-            None => app.delay,
-        };
-        let deadline = Instant::now() + wait;
-        while !app.quit && !app.refresh_now {
-            match pending_signals(&signals) {
-                Pending::Stop => {
-                    app.quit = true;
-                    break;
-                }
-                Pending::Resized => {
-                    screen.resize()?;
-                    screen.terminal.draw(|f| draw::draw(f, &mut app))?;
-                }
-                Pending::Nothing => {}
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            match term::wait_input(left, sigfd.as_fd())? {
-                term::Input::Signal => {}
-                term::Input::HungUp => {
-                    app.quit = true;
-                    break;
-                }
-                term::Input::Quiet => {}
-                term::Input::Ready => {
-                    // Keys come in bursts (pastes, escape sequences): take all of them.
-                    while event::poll(Duration::ZERO)? {
-                        handle(&mut app, &mut sampler, event::read()?);
-                    }
-                    screen.terminal.draw(|f| draw::draw(f, &mut app))?;
-                }
-            }
-        }
-        app.refresh_now = false;
-        if app.quit {
-            break;
-        }
-    }
-    drop(screen);
-    if args.report {
-        eprintln!("{}", report.json(refreshes));
-    }
-    Ok(0)
-}
-
-/// What the signals waiting on the signalfd ask for, all of them taken.
-enum Pending {
-    Nothing,
-    Stop,
-    Resized,
-}
-
-fn pending_signals(signals: &Signals) -> Pending {
-    let mut pending = Pending::Nothing;
-    loop {
-        match signals.poll() {
-            Wake::Stop => return Pending::Stop,
-            Wake::Resize => pending = Pending::Resized,
-            Wake::Timeout => return pending,
-            Wake::RtMin | Wake::RtMin1 => {}
-        }
-    }
-}
-
-/// Per-refresh counts for `--report` (benchmarks and the allocation test): allocations,
-/// and CPU time in all and split into sampling (the iterator's read, /proc), the view
-/// (panels, sort, filter, tree) and drawing (widgets, diff, the terminal write).
-#[derive(Default)]
-struct Report {
-    allocs: Vec<u64>,
-    cpu_ns: Vec<u64>,
-    sample_ns: Vec<u64>,
-    view_ns: Vec<u64>,
-    draw_ns: Vec<u64>,
-}
-
-impl Report {
-    fn add(&mut self, allocs: u64, [all, sample, view, draw]: [u64; 4]) {
-        self.allocs.push(allocs);
-        self.cpu_ns.push(all);
-        self.sample_ns.push(sample);
-        self.view_ns.push(view);
-        self.draw_ns.push(draw);
-    }
-
-    fn json(&self, refreshes: u64) -> serde_json::Value {
-        fn median(v: &[u64]) -> u64 {
-            let mut v = v.to_vec();
-            v.sort_unstable();
-            v.get(v.len() / 2).copied().unwrap_or(0)
-        }
-        // The first refreshes fill caches (names, command lines): steady state after.
-        let steady = |v: &[u64]| {
-            if v.len() > 2 {
-                median(&v[2..])
-            } else {
-                median(v)
-            }
-        };
-        serde_json::json!({
-            "refreshes": refreshes,
-            "allocations_per_refresh_median": steady(&self.allocs),
-            "allocations_per_refresh": self.allocs,
-            "cpu_us_per_refresh_median": steady(&self.cpu_ns) / 1000,
-            "sample_us_median": steady(&self.sample_ns) / 1000,
-            "view_us_median": steady(&self.view_ns) / 1000,
-            "draw_us_median": steady(&self.draw_ns) / 1000,
-            "max_rss_kib": max_rss_kib(),
-        })
-    }
-}
-
-fn max_rss_kib() -> i64 {
-    // SAFETY: getrusage writes into the struct we pass.
-    unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru.ru_maxrss
-    }
-}
-
-fn parse_sort(s: &str) -> anyhow::Result<(SortKey, bool)> {
-    let (name, flip) = match s.strip_prefix('-') {
-        Some(n) => (n, true),
-        None => (s, false),
-    };
-    let Some(key) = SortKey::parse(name) else {
-        let names: Vec<&str> = SortKey::ALL.iter().map(|k| k.name()).collect();
-        crate::cli::usage!("--sort {s:?}: no such column (one of {})", names.join(", "));
-    };
-    Ok((key, key.descending_by_default() != flip))
-}
-
-fn toggle_runq(app: &mut App) {
+pub(crate) fn toggle_runq(app: &mut App) {
     if app.runq.take().is_some() {
         if app.view.sort == SortKey::RunqP99 {
             app.view.sort_by(SortKey::Cpu);
@@ -374,7 +33,7 @@ fn toggle_runq(app: &mut App) {
     }
 }
 
-fn toggle_writes(app: &mut App) {
+pub(crate) fn toggle_writes(app: &mut App) {
     if app.writes.take().is_some() {
         if matches!(app.view.sort, SortKey::WriteCalls | SortKey::SmallShare) {
             app.view.sort_by(SortKey::Cpu);
@@ -396,7 +55,7 @@ fn toggle_writes(app: &mut App) {
 }
 
 /// Which columns are on screen (the probes' columns are there only with their panel).
-fn shown_columns(app: &App) -> impl Fn(SortKey) -> bool {
+pub(crate) fn shown_columns(app: &App) -> impl Fn(SortKey) -> bool {
     let (runq, writes) = (app.runq.is_some(), app.writes.is_some());
     let net = app.machine.net.is_some();
     move |k| match k {
@@ -420,7 +79,7 @@ fn step_delay(app: &mut App, up: bool) {
     app.message = Some(format!("refresh every {:.2} s", app.delay.as_secs_f64()));
 }
 
-fn handle(app: &mut App, sampler: &mut Sampler, ev: Event) {
+pub(crate) fn handle(app: &mut App, sampler: &mut Sampler, ev: Event) {
     match ev {
         Event::Key(k) if k.kind != KeyEventKind::Release => {
             // No key of ours uses Alt: an Alt+key is an Esc that arrived together with
@@ -591,7 +250,7 @@ fn normal_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
             app.message = None;
             app.view.rebuild();
         }
-        KeyCode::Char('C') => match cgroups::CgroupPanel::open() {
+        KeyCode::Char('C') => match kernstat_top::cgroups::CgroupPanel::open() {
             Ok(p) => {
                 app.cgroups = Some(p);
                 app.mode = Mode::Cgroups;

@@ -23,8 +23,8 @@ use kernstat_sources::{
     HardwareReader, LinkReader, ProcfsPs, Roots, SystemReader, TempSource, Want,
 };
 
-use super::view::Proc;
-use crate::tasks::TaskSource;
+use crate::view::Proc;
+use kernstat_collect::tasks::{self, TaskSource};
 
 /// The header's figures for one interval.
 #[derive(Clone, Debug, Default)]
@@ -322,13 +322,13 @@ impl Sampler {
             },
             ppid: t.ppid,
             comm: Rc::from(t.comm.as_str()),
-            cmd: Rc::from(crate::tasks::read_command_line(t)),
+            cmd: Rc::from(tasks::read_command_line(t)),
             seen: generation,
         });
         if &*known.comm != t.comm.as_str() {
             // An exec: a new command line under the same pid and start time.
             known.comm = Rc::from(t.comm.as_str());
-            known.cmd = Rc::from(crate::tasks::read_command_line(t));
+            known.cmd = Rc::from(tasks::read_command_line(t));
         }
         let was = std::mem::replace(&mut known.before, now);
         known.ppid = t.ppid;

@@ -11,8 +11,8 @@ use kernstat_model::{MemInfo, Model};
 use kernstat_record::Archive;
 use kernstat_sources::users::UserNames;
 
-use super::sample::Machine;
-use super::view::Proc;
+use crate::sample::Machine;
+use crate::view::Proc;
 
 /// The archive and the sample shown.
 pub struct Replay {
@@ -24,19 +24,15 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// The archive's sample at `at`; Err: the one sentence to print.
-    pub fn open(args: &crate::cli::ReplayArgs, at: &str) -> anyhow::Result<Result<Replay, i32>> {
-        let frame = match crate::replay::frame_at(args, at)? {
-            Ok(f) => f,
-            Err(code) => return Ok(Err(code)),
-        };
-        let dir = crate::replay::archive_dir(args.archive.as_deref());
-        Ok(Ok(Replay {
-            archive: Archive::open(&dir)?,
+    /// The archive in `dir` at the sample `frame` (the caller found it and said what it
+    /// had to).
+    pub fn open(dir: &std::path::Path, frame: Frame) -> std::io::Result<Replay> {
+        Ok(Replay {
+            archive: Archive::open(dir)?,
             frame,
             users: UserNames::default(),
             names: HashMap::new(),
-        }))
+        })
     }
 
     /// One sample forward or back; false at the end of the archive.
@@ -55,14 +51,14 @@ impl Replay {
 
     /// The sample nearest to `when` (as --at takes it); Err: why not.
     pub fn jump(&mut self, when: &str) -> Result<(), String> {
-        let t = crate::replay::parse_time(when, jiff::Zoned::now())?;
+        let t = kernstat_record::time::parse_time(when, jiff::Zoned::now())?;
         self.frame = self.archive.at(t, &mut |_| {})?;
         Ok(())
     }
 
     /// When the sample on screen was taken, for the header.
     pub fn stamp(&self) -> String {
-        crate::replay::local_stamp(self.frame.time_unix_ns)
+        kernstat_record::time::local_stamp(self.frame.time_unix_ns)
     }
 
     /// The header's figures and the table's rows of the sample on screen. Processes
