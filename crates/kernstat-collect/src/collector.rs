@@ -98,6 +98,24 @@ impl Collector {
         self.cgroups = CgroupReader::open(roots).map(|r| (r.with_bounds(bounds), depth));
     }
 
+    /// What to say once on stderr about the sources in use: BPF unavailable (and why),
+    /// or BPF working without the network hooks; None when all is well or the user asked
+    /// for /proc (`no_bpf_asked`).
+    pub fn notice(&self, no_bpf_asked: bool) -> Option<String> {
+        match (self.source(), &self.fallback_reason, &self.net_unavailable) {
+            (Source::Procfs, Some(why), _) if !no_bpf_asked => Some(format!(
+                "BPF unavailable ({why}); reading /proc instead (\"source\": \"procfs\")"
+            )),
+            (Source::Procfs, _, _) => None,
+            // BPF works but not the network hooks (a kernel with neither the socket
+            // tracepoints nor BPF trampolines): links only.
+            (_, _, Some(why)) => Some(format!(
+                "per-process network unavailable ({why}); links only"
+            )),
+            _ => None,
+        }
+    }
+
     /// The per-process network counter, when loaded.
     pub fn net(&self) -> Option<&Net> {
         self.net.as_ref()

@@ -13,12 +13,10 @@ mod client;
 mod daemon;
 mod docs;
 mod doctor;
-mod exporter;
 mod format;
 mod init;
 mod instance;
 mod ps;
-mod recorder;
 mod replay;
 mod runqlat;
 mod session;
@@ -28,7 +26,7 @@ mod top;
 mod writes;
 
 use kernstat_collect::{net_interval, selfcost, tasks};
-use kernstat_os::{alloc, interval, privileges, sandbox, signals, stdout};
+use kernstat_os::{alloc, interval, privileges, signals, stdout};
 
 use clap::Parser;
 

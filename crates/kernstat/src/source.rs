@@ -4,7 +4,6 @@
 
 use anyhow::Context;
 use kernstat_collect::{CollectOptions, Collector};
-use kernstat_model::Source;
 
 /// The collector's options from a command's source flags (`--no-bpf`, `--temp`, the
 /// hidden `--root` of the tests).
@@ -24,16 +23,8 @@ pub fn collect_options(src: &crate::cli::SourceArgs) -> CollectOptions {
 /// Opens the collector and says once on stderr if BPF could not be used.
 pub fn open_collector(src: &crate::cli::SourceArgs) -> anyhow::Result<Collector> {
     let c = Collector::open(&collect_options(src)).context("opening /proc")?;
-    if let (Source::Procfs, Some(why)) = (c.source(), &c.fallback_reason) {
-        if !src.no_bpf {
-            eprintln!(
-                "kernstat: BPF unavailable ({why}); reading /proc instead (\"source\": \"procfs\")"
-            );
-        }
-    } else if let Some(why) = &c.net_unavailable {
-        // BPF works but not the network hooks (a kernel with neither the socket
-        // tracepoints nor BPF trampolines): links only, said once.
-        eprintln!("kernstat: per-process network unavailable ({why}); links only");
+    if let Some(notice) = c.notice(src.no_bpf) {
+        eprintln!("kernstat: {notice}");
     }
     Ok(c)
 }

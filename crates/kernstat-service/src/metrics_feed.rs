@@ -21,8 +21,24 @@ use kernstat_model::hist::Hist;
 use kernstat_model::writes::{Deltas, FileKind, Syscall, SIZE_SLOTS};
 use kernstat_model::{Model, RawSample};
 
-use crate::cli::{Collect, DaemonArgs};
 use kernstat_collect::Collector;
+
+/// The Prometheus endpoint as asked for.
+#[derive(Clone, Debug)]
+pub struct MetricsOptions {
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
+    /// Per-process series for the top N processes by each measure (0: none).
+    pub top: usize,
+    /// `--metrics-top` was given (said when processes are private and it is ignored).
+    pub top_given: bool,
+    /// Load the run-queue latency histogram.
+    pub runqlat: bool,
+    /// Load the write-size histograms.
+    pub writes: bool,
+    /// Switch the kernel's BPF run-time statistics on.
+    pub bpf_stats: bool,
+}
 
 /// The metrics side of the daemon.
 pub struct MetricsSources {
@@ -50,22 +66,23 @@ impl MetricsSources {
     /// users' processes are hidden on this machine (hidepid, or --private-processes),
     /// so no per-process series are served at all.
     pub fn open(
-        args: &DaemonArgs,
+        args: &MetricsOptions,
+        system: bool,
         collector: &Collector,
         private_processes: bool,
     ) -> anyhow::Result<Self> {
-        let runq = if args.collect.contains(&Collect::Runqlat) {
+        let runq = if args.runqlat {
             Some(Runqlat::load(&runqlat::Config::default()).context("--collect runqlat")?)
         } else {
             None
         };
-        let writes = if args.collect.contains(&Collect::Writes) {
+        let writes = if args.writes {
             Some(Writes::load(&writes::Config::default()).context("--collect writes")?)
         } else {
             None
         };
         let any_bpf = collector.sampler().is_some() || runq.is_some() || writes.is_some();
-        let stats = if any_bpf && !args.no_bpf_stats {
+        let stats = if any_bpf && args.bpf_stats {
             match RunTimeStats::enable() {
                 Ok(s) => Some(s),
                 Err(e) => {
@@ -77,16 +94,16 @@ impl MetricsSources {
             None
         };
         let top = if private_processes {
-            if args.metrics_top > 0 && args.metrics_top != 10 {
-                eprintln!("kernstat daemon: --metrics-top {}: other users' processes are private here (hidepid or --private-processes); /metrics serves no per-process series", args.metrics_top);
+            if args.top_given && args.top > 0 {
+                eprintln!("kernstat daemon: --metrics-top {}: other users' processes are private here (hidepid or --private-processes); /metrics serves no per-process series", args.top);
             }
             0
         } else {
-            args.metrics_top
+            args.top
         };
         Ok(MetricsSources {
             exporter: Exporter::new(top),
-            viewer: if args.system {
+            viewer: if system {
                 kernstat_model::Viewer::Nobody
             } else {
                 kernstat_model::Viewer::Everyone

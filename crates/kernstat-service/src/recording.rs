@@ -21,8 +21,20 @@ use kernstat_record::{Retention, Writer};
 use kernstat_sources::Want;
 use std::collections::HashMap;
 
-use crate::cli::DaemonArgs;
-use crate::tasks::TaskSource;
+use kernstat_collect::tasks::{self, TaskSource};
+
+/// Where and how the daemon records.
+#[derive(Clone, Debug)]
+pub struct RecordOptions {
+    /// The archive directory.
+    pub dir: std::path::PathBuf,
+    /// Between frames.
+    pub interval: Duration,
+    /// What the archive keeps.
+    pub retention: Retention,
+    /// A group that may read the archive (None: its owner and root only).
+    pub group: Option<u32>,
+}
 
 /// The recorder's state between frames.
 pub struct Recorder {
@@ -55,34 +67,20 @@ impl Recorder {
     /// --record-group: command lines and every process's counters are in it), the task
     /// iterator and the exits hook.
     pub fn open(
-        args: &DaemonArgs,
-        dir: &Path,
+        opts: &RecordOptions,
+        no_bpf: bool,
         owner: Option<(u32, u32)>,
     ) -> anyhow::Result<Recorder> {
-        let group = match &args.record_group {
-            Some(g) => match kernstat_sources::users::group_id(g) {
-                Some(id) => Some(id),
-                None => crate::cli::usage!("--record-group {g}: no such group"),
-            },
-            None => None,
-        };
+        let (dir, group) = (opts.dir.as_path(), opts.group);
         match owner {
             Some((uid, gid)) => hand_over(dir, uid, gid, group)?,
             None => std::fs::create_dir_all(dir)
                 .with_context(|| format!("--record {}: creating it", dir.display()))?,
         }
         let file_mode = if group.is_some() { 0o640 } else { 0o600 };
-        let writer = Writer::open(
-            dir,
-            Retention {
-                max_age: args.retain,
-                max_bytes: args.max_size,
-            },
-            file_mode,
-        )
-        .with_context(|| format!("--record {}", dir.display()))?;
-        let no_bpf = args.source.no_bpf;
-        let tasks = TaskSource::open(no_bpf, &crate::tasks::pin_dir(), true)?;
+        let writer = Writer::open(dir, opts.retention, file_mode)
+            .with_context(|| format!("--record {}", dir.display()))?;
+        let tasks = TaskSource::open(no_bpf, &tasks::pin_dir(), true)?;
         let exits = if no_bpf {
             None
         } else {
@@ -102,7 +100,7 @@ impl Recorder {
             procfs_extra: None,
             exits,
             exits_lost: 0,
-            interval: args.record_interval,
+            interval: opts.interval,
             next_due: Instant::now(),
             commands: HashMap::new(),
             failing: false,
@@ -120,7 +118,7 @@ impl Recorder {
     pub fn maybe_record(
         &mut self,
         model: &Model,
-        metrics: Option<&crate::exporter::MetricsSources>,
+        metrics: Option<&crate::metrics_feed::MetricsSources>,
         now: Instant,
     ) {
         if now < self.next_due {
@@ -146,7 +144,7 @@ impl Recorder {
     fn record(
         &mut self,
         model: &Model,
-        metrics: Option<&crate::exporter::MetricsSources>,
+        metrics: Option<&crate::metrics_feed::MetricsSources>,
     ) -> anyhow::Result<()> {
         let time_unix_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -162,7 +160,7 @@ impl Recorder {
             let key = (t.pid, t.start_ns);
             let cmd = match self.commands.remove(&key) {
                 Some(c) => c,
-                None => crate::tasks::read_command_line(t),
+                None => tasks::read_command_line(t),
             };
             commands.insert(key, cmd);
         }
