@@ -175,7 +175,9 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	rec.nr_threads = sig->nr_threads;
 	rec.uid = BPF_CORE_READ(task, real_cred, uid.val);
 	rec.euid = BPF_CORE_READ(task, cred, euid.val);
-	rec._pad2 = 0;
+	rec.ppid = reader_pidns_inum ? ks_ns_pid(task->real_parent, reader_pidns_inum, true)
+				     : BPF_CORE_READ(task, real_parent, tgid);
+	rec.children_cpu_ns = sig->cutime + sig->cstime;
 	__builtin_memcpy(rec.comm, task->comm, KS_COMM_LEN);
 	bpf_seq_write(seq, &rec, sizeof(rec));
 	return 0;

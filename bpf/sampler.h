@@ -47,7 +47,10 @@ struct ks_proc_rec {
 	 * root (as /proc/PID/io's ptrace rule does). */
 	__u32 uid;
 	__u32 euid;
-	__u32 _pad2;
+	__u32 ppid; /* the real parent's tgid (0 when it has none in the reader's namespace) */
+	/* CPU time of the children it reaped (signal cutime + cstime), ns: the rate engine
+	 * shows what children used unseen on the parent. */
+	__u64 children_cpu_ns;
 	char comm[KS_COMM_LEN];
 };
 

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use libbpf_rs::skel::Skel;
 
-use kernstat_model::record::ExitedProcess;
+use kernstat_model::exits::ExitedProcess;
 
 use crate::loader::{load_skel, LoadError};
 use crate::skel::exits::types::ks_exit;

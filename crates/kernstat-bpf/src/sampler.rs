@@ -213,5 +213,7 @@ fn proc_sample(r: &ks_proc_rec, page_size: u64) -> ProcSample {
         comm: Comm::from_bytes(&comm),
         uid: r.uid,
         euid: r.euid,
+        ppid: r.ppid,
+        children_cpu_ns: r.children_cpu_ns,
     }
 }

@@ -19,11 +19,22 @@ pub fn user_socket() -> PathBuf {
     runtime_dir().join("sock")
 }
 
-/// The socket a client should use: the user daemon's if one is there, else the
-/// system daemon's. A runtime directory that another user could have made (see
+/// `$KERNSTAT_SOCKET` when set: the socket clients use, and a user daemon listens on,
+/// when no `--socket` is given.
+pub fn socket_from_env() -> Option<PathBuf> {
+    std::env::var_os("KERNSTAT_SOCKET")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The socket a client should use: `$KERNSTAT_SOCKET`, else the user daemon's if one is
+/// there, else the system daemon's. A runtime directory that another user could have made (see
 /// [`crate::runtime`]) is not looked into: the error says why, and callers carry on
 /// without a daemon.
 pub fn default_socket() -> Result<PathBuf, crate::runtime::UnsafeDir> {
+    if let Some(p) = socket_from_env() {
+        return Ok(p);
+    }
     choose_socket(user_socket(), Path::new(SYSTEM_SOCKET))
 }
 

@@ -9,12 +9,13 @@
 
 pub mod cgroup;
 pub mod cgroup_tree;
+pub mod exits;
 pub mod hist;
 pub mod model;
 pub mod net;
 pub mod ps;
+pub mod rates;
 pub mod raw;
-pub mod record;
 pub mod runqlat;
 pub mod sample;
 pub mod text;

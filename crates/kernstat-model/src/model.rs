@@ -286,6 +286,10 @@ pub struct Model {
     pub alert: Alert,
     /// Every process, sorted by pid.
     pub procs: Vec<ProcRate>,
+    /// The rate engine's output buffer, kept between updates (no allocation per sample).
+    #[serde(skip)]
+    #[doc(hidden)]
+    pub rates: Vec<crate::rates::Rates>,
 }
 
 fn percent(part: f64, whole: f64) -> f64 {
@@ -358,6 +362,44 @@ impl Model {
         self.apply_thresholds(&opts.thresholds);
     }
 
+    /// The model without its per-process list and groups (what a bar renders: the
+    /// aggregates and top lists, a tenth of the bytes).
+    pub fn summary(&self) -> Model {
+        Model {
+            source: self.source,
+            interval_s: self.interval_s,
+            ncpus: self.ncpus,
+            cpu_percent: self.cpu_percent,
+            cores_percent: self.cores_percent.clone(),
+            mem: self.mem,
+            swap_in_bps: self.swap_in_bps,
+            swap_out_bps: self.swap_out_bps,
+            load: self.load,
+            psi: self.psi,
+            gpu_busy_percent: self.gpu_busy_percent,
+            hw: self.hw,
+            process_count: self.process_count,
+            task_count: self.task_count,
+            running_tasks: self.running_tasks,
+            blocked_tasks: self.blocked_tasks,
+            blocked_procs: self.blocked_procs,
+            zombie_procs: self.zombie_procs,
+            top_cpu: self.top_cpu,
+            top_mem: self.top_mem,
+            top_io: self.top_io,
+            blocked: self.blocked,
+            zombies: self.zombies,
+            net: self.net.clone(),
+            links: self.links.clone(),
+            cgroups: Vec::new(),
+            include_kthreads: self.include_kthreads,
+            level: self.level,
+            alert: self.alert,
+            procs: Vec::new(),
+            rates: Vec::new(),
+        }
+    }
+
     /// The same model as `viewer` may read it: the I/O and network counters of every
     /// process that is not theirs zeroed (and marked), and the top lists by I/O and by
     /// network made again from what is left. Machine and group figures stay.
@@ -425,33 +467,28 @@ impl Model {
         self.running_tasks = cur.tasks.running;
         self.blocked_tasks = cur.tasks.blocked;
 
-        for p in &cur.tasks.procs {
-            // The same process in the previous sample, or none: a new process, whose
-            // counters all accrued since it started, inside this interval.
-            let before = prev
-                .tasks
-                .get(p.pid)
-                .filter(|q| q.start == p.start)
-                .copied()
-                .unwrap_or_default();
-            let cpu = p.cpu_ns.saturating_sub(before.cpu_ns);
-            let rd = p.read_bytes.saturating_sub(before.read_bytes);
-            let wr = p.write_bytes.saturating_sub(before.write_bytes);
+        // The one rate engine (rates.rs): each process over the interval, with what its
+        // reaped children used unseen (the daemon keeps no exit records).
+        let mut rates = std::mem::take(&mut self.rates);
+        crate::rates::process_rates(
+            &prev.tasks.procs,
+            &cur.tasks.procs,
+            dt,
+            crate::rates::Children::OnParent,
+            &mut rates,
+        );
+        for (p, x) in cur.tasks.procs.iter().zip(&rates) {
             let r = ProcRate {
                 pid: p.pid,
                 comm: p.comm,
                 state: p.state,
                 kthread: p.kthread,
                 blocked: p.is_blocked(),
-                cpu_percent: if dt > 0.0 {
-                    cpu as f64 / (dt * 1e9) * 100.0
-                } else {
-                    0.0
-                },
+                cpu_percent: x.cpu_percent,
                 cpu_ns: p.cpu_ns,
                 rss_bytes: p.rss_bytes,
-                read_bps: rate(rd, dt),
-                write_bps: rate(wr, dt),
+                read_bps: x.read_bps,
+                write_bps: x.write_bps,
                 read_bytes: p.read_bytes,
                 write_bytes: p.write_bytes,
                 net_rx_bps: None,
@@ -492,6 +529,7 @@ impl Model {
                     .offer(entry(r.read_bps + r.write_bps, r.write_bps));
             }
         }
+        self.rates = rates;
     }
 
     /// Per-process network, joined to the processes by (pid, start time), and the links.

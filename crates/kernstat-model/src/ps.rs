@@ -5,10 +5,9 @@
 //! `ps` runs once and exits, so these types own their strings; the zero-allocation rule
 //! is for sampling loops.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
+use crate::rates::Rates;
 use crate::raw::TaskName;
 
 /// One task (thread) as a source saw it.
@@ -126,6 +125,12 @@ pub struct PsRow {
     /// Socket payload bytes sent per second over --interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub net_tx_bps: Option<f64>,
+    /// A process that ended (a recorded sample's): its exit status as wait(2) encodes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// When it ended, ns after boot (as `start_ns`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_ns: Option<u64>,
 }
 
 fn de_char<'de, D: serde::Deserializer<'de>>(d: D) -> Result<char, D::Error> {
@@ -223,42 +228,88 @@ impl PsRow {
             kthread: t.kthread,
             net_rx_bps: None,
             net_tx_bps: None,
+            exit_code: None,
+            end_ns: None,
         }
     }
 }
 
-/// CPU use of tasks over an interval: their CPU time at the interval's start, keyed by
-/// (pid, tid, start time) so that a reused pid is not mistaken for the task before it.
-#[derive(Clone, Debug, Default)]
-pub struct CpuInterval {
-    before: HashMap<(u32, u32, u64), u64>,
-    dt_ns: u64,
+/// A process row of the task iterator (threads folded in: [`processes`]) as the rate
+/// engine reads it.
+impl crate::rates::ProcessCounters for TaskRow {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+    fn ppid(&self) -> u32 {
+        self.ppid
+    }
+    fn cpu_ns(&self) -> u64 {
+        self.cpu_ns
+    }
+    fn children_cpu_ns(&self) -> u64 {
+        self.reaped_children_cpu_ns
+    }
+    fn read_bytes(&self) -> u64 {
+        self.read_bytes
+    }
+    fn write_bytes(&self) -> u64 {
+        self.write_bytes
+    }
 }
 
-impl CpuInterval {
-    /// From the reading at the interval's start and the interval's length.
-    pub fn new(first: &[TaskRow], dt_ns: u64) -> Self {
-        CpuInterval {
-            before: first
-                .iter()
-                .map(|t| ((t.pid, t.tid, t.start_ns), t.cpu_ns))
-                .collect(),
-            dt_ns,
-        }
-    }
+/// A thread (a row of `--threads`) as the rate engine reads it: identified by its tid.
+pub struct ThreadCounters<'a>(pub &'a TaskRow);
 
-    /// Percent of one CPU `t` used over the interval (a task born inside it counts from
-    /// zero).
-    pub fn percent(&self, t: &TaskRow) -> f64 {
-        if self.dt_ns == 0 {
-            return 0.0;
-        }
-        let prev = self
-            .before
-            .get(&(t.pid, t.tid, t.start_ns))
-            .copied()
-            .unwrap_or(0);
-        t.cpu_ns.saturating_sub(prev) as f64 / self.dt_ns as f64 * 100.0
+impl crate::rates::ProcessCounters for ThreadCounters<'_> {
+    // The engine's identity of a row is its pid; a thread's is its tid.
+    #[allow(clippy::misnamed_getters)]
+    fn pid(&self) -> u32 {
+        self.0.tid
+    }
+    fn start_ns(&self) -> u64 {
+        self.0.start_ns
+    }
+    fn cpu_ns(&self) -> u64 {
+        self.0.cpu_ns
+    }
+    fn read_bytes(&self) -> u64 {
+        self.0.read_bytes
+    }
+    fn write_bytes(&self) -> u64 {
+        self.0.write_bytes
+    }
+}
+
+/// The rates of threads over an interval, in `cur`'s order: each thread against its
+/// reading in `prev` (same tid and start), by the rate engine's rules.
+pub fn thread_rates(prev: &[TaskRow], cur: &[TaskRow], dt_s: f64, out: &mut Vec<Rates>) {
+    let mut by_tid: Vec<ThreadCounters<'_>> = prev.iter().map(ThreadCounters).collect();
+    by_tid.sort_unstable_by_key(|t| (t.0.tid, t.0.start_ns));
+    out.clear();
+    for t in cur {
+        let before = crate::rates::find(&by_tid, t.tid, t.start_ns);
+        out.push(crate::rates::rates_of(&ThreadCounters(t), before, dt_s));
+    }
+}
+
+/// The rates of the rows of one read against the read before (processes, or threads
+/// with `threads`), by the rate engine's rules; processes must be sorted by pid (as
+/// [`processes`] returns them).
+pub fn row_rates(
+    prev: &[TaskRow],
+    cur: &[TaskRow],
+    threads: bool,
+    dt_s: f64,
+    children: crate::rates::Children,
+    out: &mut Vec<Rates>,
+) {
+    if threads {
+        thread_rates(prev, cur, dt_s, out);
+    } else {
+        crate::rates::process_rates(prev, cur, dt_s, children, out);
     }
 }
 
@@ -276,6 +327,7 @@ pub fn lifetime_percent(t: &TaskRow, now_boot_ns: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rates::Children;
 
     fn task(tid: u32, pid: u32, cpu: u64) -> TaskRow {
         TaskRow {
@@ -329,10 +381,15 @@ mod tests {
             cpu_ns,
             ..Default::default()
         };
-        let iv = CpuInterval::new(&[task(1, 100, 1_000), task(2, 100, 0)], 1_000_000);
-        assert_eq!(iv.percent(&task(1, 100, 501_000)), 50.0);
+        let mut r = Vec::new();
+        let before = [task(1, 100, 1_000), task(2, 100, 0)];
+        let after = [task(1, 100, 501_000), task(2, 999, 250_000)];
+        row_rates(&before, &after, true, 0.001, Children::OwnRows, &mut r);
+        assert_eq!(r[0].cpu_percent, 50.0);
         // Same pid, another start time: a new task, counted from zero.
-        assert_eq!(iv.percent(&task(2, 999, 250_000)), 25.0);
+        assert_eq!(r[1].cpu_percent, 25.0);
+        row_rates(&before, &after, false, 0.001, Children::OwnRows, &mut r);
+        assert_eq!((r[0].cpu_percent, r[1].cpu_percent), (50.0, 25.0));
         assert_eq!(lifetime_percent(&task(3, 1_000, 500), 2_000), 50.0);
         assert_eq!(lifetime_percent(&task(3, 2_000, 500), 2_000), 0.0);
     }

@@ -67,6 +67,34 @@ pub struct ProcSample {
     /// Effective uid: a process whose uids differ (setuid) is nobody's but root's to
     /// inspect, as /proc/PID/io's ptrace rule has it.
     pub euid: u32,
+    /// Parent's pid.
+    pub ppid: u32,
+    /// CPU time of the children it reaped (cutime + cstime), ns.
+    pub children_cpu_ns: u64,
+}
+
+impl crate::rates::ProcessCounters for ProcSample {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn start_ns(&self) -> u64 {
+        self.start
+    }
+    fn ppid(&self) -> u32 {
+        self.ppid
+    }
+    fn cpu_ns(&self) -> u64 {
+        self.cpu_ns
+    }
+    fn children_cpu_ns(&self) -> u64 {
+        self.children_cpu_ns
+    }
+    fn read_bytes(&self) -> u64 {
+        self.read_bytes
+    }
+    fn write_bytes(&self) -> u64 {
+        self.write_bytes
+    }
 }
 
 impl ProcSample {

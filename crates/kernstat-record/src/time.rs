@@ -79,3 +79,17 @@ pub fn local_stamp(unix_ns: u64) -> String {
         Err(_) => unix_ns.to_string(),
     }
 }
+
+/// A length of time as people say it: "40 ms", "15 s", "5 min", "2 h".
+pub fn span_text(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1e3)
+    } else if s < 120.0 {
+        format!("{s:.0} s")
+    } else if s < 7200.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
+    }
+}

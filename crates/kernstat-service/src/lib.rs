@@ -484,6 +484,9 @@ fn say_listening(args: &DaemonOptions, plan: &DaemonOptions, opened: &Opened, dr
             _ => String::new(),
         }
     );
+    if let Some(r) = &opened.recorder {
+        eprintln!("kernstat daemon: {}", r.state().describe());
+    }
 }
 
 /// Samples on a fixed grid (and on refresh requests) until told to stop.
@@ -543,7 +546,10 @@ fn sample_loop(
             m.publish(collector, &cur, &model, sample_us);
         }
         if let Some(r) = recorder.as_deref_mut() {
-            r.maybe_record(&model, metrics.as_deref(), Instant::now());
+            r.maybe_record(&cur, metrics.as_deref(), Instant::now());
+            if let Ok(status) = serde_json::to_value(r.state()) {
+                daemon.set_recorder_status(status);
+            }
         }
         std::mem::swap(&mut prev, &mut cur);
         last = Instant::now();

@@ -222,7 +222,7 @@ impl MetricsSources {
             .write_totals
             .iter()
             .map(|((sys, kind), (slots, bytes))| SizeSeries {
-                syscall: sys.name(false),
+                syscall: sys.name(false).to_string(),
                 kind: kind.as_str().to_string(),
                 slots: *slots,
                 bytes: *bytes,
@@ -259,17 +259,12 @@ impl MetricsSources {
 impl MetricsSources {
     /// What the flight recorder keeps of the kernel histograms (--collect), as of the
     /// last publish: the run-queue histogram and the write sizes, both since start.
-    pub fn recorded(
-        &self,
-    ) -> (
-        Option<Vec<u64>>,
-        Vec<kernstat_model::record::RecordedWrites>,
-    ) {
+    pub fn recorded(&self) -> (Option<Vec<u64>>, Vec<kernstat_record::frame::WriteSizes>) {
         let writes = self
             .write_totals
             .iter()
             .map(
-                |((sys, kind), (slots, bytes))| kernstat_model::record::RecordedWrites {
+                |((sys, kind), (slots, bytes))| kernstat_record::frame::WriteSizes {
                     syscall: sys.name(false).to_string(),
                     kind: kind.as_str().to_string(),
                     slots: slots.to_vec(),

@@ -1,25 +1,27 @@
 //! The flight recorder in the daemon (`kernstat daemon --record DIR`): every
-//! --record-interval, one frame of what the daemon's sample already computed (the model:
-//! machine figures and every process's rates), what a process table adds from the task
-//! iterator (ppid, uid, command line, start, threads), and the processes that ended
-//! since the previous frame from the exits hook, appended to the archive
-//! (kernstat-record). Opened while the daemon may still load BPF and create the
-//! directory; recording runs on the sampler's thread, after a sample is published.
+//! --record-interval, one frame of the machine's, every process's and every group's
+//! cumulative counters (the daemon's latest raw sample, and a read of every process
+//! from the task iterator for what a table shows), with the processes that ended since
+//! the frame before from the exit hook, appended to the archive (kernstat-record: the
+//! frame is made there, bounded per user, and written by its one writer). Opened while
+//! the daemon may still load BPF and create the directory; recording runs on the
+//! sampler's thread, after a sample is published.
 //!
 //! A write that fails (a full disk) is said once, loses nothing already written, and
-//! recording resumes by itself when a write succeeds again, said once too.
+//! recording resumes by itself when a write succeeds again, said once too. An archive
+//! over its size with nothing left to delete but its last day pauses the recorder (said
+//! once) until it fits again.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use kernstat_bpf::exits::Exits;
-use kernstat_model::ps::{PsRow, RowExtras};
-use kernstat_model::record::{Frame, ProcDetail};
-use kernstat_model::Model;
+use kernstat_model::RawSample;
+use kernstat_record::build::{Bounds, FrameBuilder, Inputs};
+use kernstat_record::frame::Hists;
 use kernstat_record::{Retention, Writer};
 use kernstat_sources::Want;
-use std::collections::HashMap;
 
 use kernstat_collect::tasks::{self, TaskSource};
 
@@ -36,6 +38,46 @@ pub struct RecordOptions {
     pub group: Option<u32>,
 }
 
+/// What the recorder has done, for `kernstat status` and the start line.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RecorderState {
+    /// The archive.
+    pub dir: String,
+    /// "recording", "paused" (over its size), "failing" (the last write failed).
+    pub state: &'static str,
+    /// The archive's first and last frames, ns since the Unix epoch.
+    pub first_unix_ns: Option<u64>,
+    /// See `first_unix_ns`.
+    pub last_unix_ns: Option<u64>,
+    /// The archive's size, bytes.
+    pub bytes: u64,
+    /// Frames written since the daemon started.
+    pub frames: u64,
+    /// Seconds between frames.
+    pub interval_s: f64,
+}
+
+impl RecorderState {
+    /// One line for the daemon's start: where, how often, what the archive holds.
+    pub fn describe(&self) -> String {
+        let mut size = String::new();
+        let _ = kernstat_render::human::bytes(&mut size, self.bytes as f64);
+        let held = match (self.first_unix_ns, self.last_unix_ns) {
+            (Some(a), Some(b)) => format!(
+                "it holds {} to {}, {size}",
+                kernstat_record::time::local_stamp(a),
+                kernstat_record::time::local_stamp(b)
+            ),
+            _ => "empty so far".to_string(),
+        };
+        format!(
+            "recording every {} to {} ({held}; `kernstat top --at -10m` replays it)",
+            kernstat_record::time::span_text((self.interval_s * 1e9) as u64),
+            self.dir
+        )
+    }
+}
+
 /// The recorder's state between frames.
 pub struct Recorder {
     writer: Writer,
@@ -46,26 +88,26 @@ pub struct Recorder {
     interval: Duration,
     /// When the next frame is due.
     pub next_due: Instant,
-    /// Command lines by (pid, start): read once per process, from /proc when it is
-    /// first seen (reading every process's from the iterator at every frame was 0.6 ms
-    /// of a 1 ms read at 300 processes here; a command line does not change after exec
-    /// but for the few processes that rewrite it). Also what an ended process keeps.
-    commands: HashMap<(u32, u64), String>,
+    builder: FrameBuilder,
     /// The last write failed (said once until one succeeds).
     failing: bool,
-    dir: String,
+    /// Over its size with only its floor left (said once until it fits).
+    paused: bool,
+    /// Group paths by id, for processes in groups deeper than the daemon reads.
+    paths: Option<(kernstat_sources::cgroup::CgroupPaths, Instant)>,
+    state: RecorderState,
 }
 
 const WANT: Want = Want {
     cmdline: false,
-    cgroup: false,
+    cgroup: true,
 };
 
 impl Recorder {
     /// Opens everything recording needs while the daemon is privileged: the archive
     /// directory (for a system daemon owned by `owner`, for it alone or with
-    /// --record-group: command lines and every process's counters are in it), the task
-    /// iterator and the exits hook.
+    /// --record-group: command lines and every process's counters are in it) and its
+    /// writer's lock, the task iterator and the exit hook.
     pub fn open(
         opts: &RecordOptions,
         no_bpf: bool,
@@ -79,7 +121,13 @@ impl Recorder {
         }
         let file_mode = if group.is_some() { 0o640 } else { 0o600 };
         let writer = Writer::open(dir, opts.retention, file_mode)
-            .with_context(|| format!("--record {}", dir.display()))?;
+            .map_err(|e| anyhow::anyhow!("--record: {e}"))?;
+        if let Some((uid, gid)) = owner {
+            let gid = group.unwrap_or(gid);
+            writer
+                .give_lock_to(uid, gid)
+                .with_context(|| format!("--record {}: the lock file", dir.display()))?;
+        }
         let tasks = TaskSource::open(no_bpf, &tasks::pin_dir(), true)?;
         let exits = if no_bpf {
             None
@@ -94,6 +142,18 @@ impl Recorder {
                 }
             }
         };
+        let span = kernstat_record::Archive::open(dir)
+            .ok()
+            .and_then(|a| a.span().ok().flatten());
+        let state = RecorderState {
+            dir: dir.display().to_string(),
+            state: "recording",
+            first_unix_ns: span.map(|s| s.0),
+            last_unix_ns: span.map(|s| s.1),
+            bytes: writer.total_bytes(),
+            frames: 0,
+            interval_s: opts.interval.as_secs_f64(),
+        };
         Ok(Recorder {
             writer,
             tasks,
@@ -102,9 +162,11 @@ impl Recorder {
             exits_lost: 0,
             interval: opts.interval,
             next_due: Instant::now(),
-            commands: HashMap::new(),
+            builder: FrameBuilder::new(Bounds::default()),
             failing: false,
-            dir: dir.display().to_string(),
+            paused: false,
+            paths: None,
+            state,
         })
     }
 
@@ -113,11 +175,16 @@ impl Recorder {
         self.interval
     }
 
-    /// Records one frame from the daemon's latest model (and the kernel histograms the
-    /// metrics sources hold, with --collect), if one is due by `now`.
+    /// What it has done so far.
+    pub fn state(&self) -> &RecorderState {
+        &self.state
+    }
+
+    /// Records one frame from the daemon's latest raw sample (and the kernel histograms
+    /// the metrics sources hold, with --collect), if one is due by `now`.
     pub fn maybe_record(
         &mut self,
-        model: &Model,
+        raw: &RawSample,
         metrics: Option<&crate::metrics_feed::MetricsSources>,
         now: Instant,
     ) {
@@ -127,85 +194,131 @@ impl Recorder {
         while self.next_due <= now {
             self.next_due += self.interval;
         }
-        if let Err(e) = self.record(model, metrics) {
-            if !self.failing {
-                eprintln!(
-                    "kernstat daemon: recording to {} stopped: {e:#} (the samples already written are kept; retrying at every sample)",
-                    self.dir
-                );
-                self.failing = true;
+        let dir = self.state.dir.clone();
+        match self.record(raw, metrics) {
+            Err(e) => {
+                if !self.failing {
+                    eprintln!(
+                        "kernstat daemon: recording to {dir} stopped: {e:#} (the samples already written are kept; retrying at every sample)"
+                    );
+                    self.failing = true;
+                }
+                self.state.state = "failing";
             }
-        } else if self.failing {
-            eprintln!("kernstat daemon: recording to {} resumed", self.dir);
-            self.failing = false;
+            Ok(()) => {
+                if self.failing {
+                    eprintln!("kernstat daemon: recording to {dir} resumed");
+                    self.failing = false;
+                }
+                self.state.state = if self.paused { "paused" } else { "recording" };
+            }
         }
+        for note in self.writer.notes.drain(..) {
+            eprintln!("kernstat daemon: --record: {note}");
+        }
+    }
+
+    fn now_unix_ns() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
     }
 
     fn record(
         &mut self,
-        model: &Model,
+        raw: &RawSample,
         metrics: Option<&crate::metrics_feed::MetricsSources>,
     ) -> anyhow::Result<()> {
-        let time_unix_ns = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
+        let time_unix_ns = Self::now_unix_ns();
+        if self.paused {
+            let (_, over) = self.writer.prune(time_unix_ns)?;
+            if over {
+                return Ok(());
+            }
+            eprintln!(
+                "kernstat daemon: recording to {} resumed: the archive fits its --max-size again",
+                self.state.dir
+            );
+            self.paused = false;
+        }
         let boot_ns = kernstat_sources::boottime_ns();
-        let tasks = self
+        let mut rows = self
             .tasks
             .read(false, WANT, &mut self.procfs_extra)
             .context("reading the processes")?;
-        let mut commands = HashMap::with_capacity(tasks.len());
-        for t in &tasks {
-            let key = (t.pid, t.start_ns);
-            let cmd = match self.commands.remove(&key) {
-                Some(c) => c,
-                None => tasks::read_command_line(t),
-            };
-            commands.insert(key, cmd);
-        }
-        let details: Vec<ProcDetail> = tasks
-            .iter()
-            .map(|t| {
-                let extras = RowExtras {
-                    cpu_percent: 0.0,
-                    user: String::new(),
-                    cmd: commands
-                        .get(&(t.pid, t.start_ns))
-                        .cloned()
-                        .unwrap_or_default(),
-                    cgroup: String::new(),
-                };
-                ProcDetail::of(&PsRow::from_task(t, false, extras))
-            })
-            .collect();
-        let mut exited = match self.exits.as_mut() {
-            Some(e) => e.drain()?,
-            None => Vec::new(),
+        self.place_in_groups(raw, &mut rows);
+        let ended = match self.exits.as_mut() {
+            Some(e) => Some(e.drain()?),
+            None => None,
         };
         let lost_now = self.exits.as_ref().map_or(0, |e| e.lost());
-        for e in exited.iter_mut() {
-            e.exit_unix_ns = time_unix_ns.saturating_sub(boot_ns.saturating_sub(e.exit_ns));
-            if let Some(c) = self.commands.get(&(e.pid, e.start_ns)) {
-                e.cmd = c.clone();
-            }
-        }
         let (runqlat_us, writes) = metrics.map(|m| m.recorded()).unwrap_or_default();
-        let frame = Frame {
-            time_unix_ns,
-            boot_ns,
-            model: model.clone(),
-            details,
-            exited,
-            exits_lost: lost_now - self.exits_lost,
-            exits_source: if self.exits.is_some() { "bpf" } else { "" }.into(),
-            runqlat_us,
-            writes,
-        };
+        let frame = self.builder.build(
+            Inputs {
+                time_unix_ns,
+                boot_ns,
+                raw,
+                tasks: &rows,
+                ended,
+                ended_lost: lost_now - self.exits_lost,
+                hists: Hists {
+                    runqlat_us,
+                    writes,
+                    ..Hists::default()
+                },
+            },
+            tasks::read_command_line,
+        );
         self.exits_lost = lost_now;
-        self.commands = commands;
-        self.writer.append(&frame)?;
+        let appended = self.writer.append(&frame)?;
+        self.state.frames += 1;
+        self.state.bytes = self.writer.total_bytes();
+        self.state.last_unix_ns = Some(time_unix_ns);
+        self.state.first_unix_ns.get_or_insert(time_unix_ns);
+        if appended.over_budget && !self.paused {
+            eprintln!(
+                "kernstat daemon: recording to {} paused: the archive is over its --max-size and holds only its last day, which retention keeps; it resumes when it fits",
+                self.state.dir
+            );
+            self.paused = true;
+        }
         Ok(())
+    }
+
+    /// Fills in the group paths the task iterator does not give (it gives ids): from
+    /// the groups the daemon read, else from a walk of the hierarchy (at most once a
+    /// minute, when a process is in a group not seen yet).
+    fn place_in_groups(&mut self, raw: &RawSample, rows: &mut [kernstat_model::ps::TaskRow]) {
+        let known: std::collections::HashMap<u64, &str> = raw
+            .cgroups
+            .groups
+            .iter()
+            .map(|g| (g.id, g.path.as_str()))
+            .collect();
+        let unknown = rows.iter().any(|t| {
+            t.cgroup_path.is_none() && t.cgroup_id != 0 && !known.contains_key(&t.cgroup_id)
+        });
+        let stale = self
+            .paths
+            .as_ref()
+            .is_none_or(|(_, at)| at.elapsed() > Duration::from_secs(60));
+        if unknown && stale {
+            self.paths = Some((
+                kernstat_sources::cgroup::CgroupPaths::scan(&kernstat_sources::Roots::default()),
+                Instant::now(),
+            ));
+        }
+        for t in rows.iter_mut().filter(|t| t.cgroup_path.is_none()) {
+            t.cgroup_path = match known.get(&t.cgroup_id) {
+                Some(p) => Some(p.to_string()),
+                None => self
+                    .paths
+                    .as_ref()
+                    .map(|(p, _)| p.path(t.cgroup_id))
+                    .filter(|p| p.starts_with('/')),
+            };
+        }
     }
 }
 

@@ -142,10 +142,14 @@ pub fn parse_stat_line(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<
     let mut state = b'?';
     let mut flags = 0;
     let (mut utime, mut stime, mut threads, mut start, mut rss) = (0, 0, 0, 0, 0);
+    let (mut ppid, mut cutime, mut cstime) = (0, 0, 0);
     for (i, f) in fields(&data[close + 1..]).enumerate() {
         let n = i + 3;
         match n {
             3 => state = f.first().copied().unwrap_or(b'?'),
+            4 => ppid = parse_u64(f).unwrap_or(0),
+            16 => cutime = parse_u64(f).unwrap_or(0),
+            17 => cstime = parse_u64(f).unwrap_or(0),
             9 => flags = parse_u64(f).unwrap_or(0),
             14 => utime = parse_u64(f).unwrap_or(0),
             15 => stime = parse_u64(f).unwrap_or(0),
@@ -173,6 +177,8 @@ pub fn parse_stat_line(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<
             comm,
             uid: 0,
             euid: 0,
+            ppid: ppid as u32,
+            children_cpu_ns: cutime.saturating_add(cstime).saturating_mul(ns_per_tick),
         },
         threads,
     ))

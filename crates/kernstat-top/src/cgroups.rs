@@ -30,7 +30,8 @@ pub type GroupLine = TreeLine;
 
 /// The cgroup view's state.
 pub struct CgroupPanel {
-    sampler: CgroupSampler,
+    /// The live hierarchy (None: a recorded moment's groups, set by the replay).
+    sampler: Option<CgroupSampler>,
     /// The groups over the last interval, parents first.
     pub rows: Vec<CgroupRate>,
     /// Groups whose children are hidden.
@@ -55,7 +56,7 @@ impl CgroupPanel {
     pub fn open() -> anyhow::Result<Self> {
         let sampler = CgroupSampler::open(CgroupOptions::default())?;
         let mut p = CgroupPanel {
-            sampler,
+            sampler: Some(sampler),
             rows: Vec::new(),
             folded: HashSet::new(),
             sort: Some(0),
@@ -70,9 +71,36 @@ impl CgroupPanel {
         Ok(p)
     }
 
-    /// Reads the hierarchy again: rates since the last reading.
+    /// A recorded moment's groups (`top --at`): rows set by the replay at each step.
+    pub fn recorded(rows: Vec<CgroupRate>) -> Self {
+        let mut p = CgroupPanel {
+            sampler: None,
+            rows: Vec::new(),
+            folded: HashSet::new(),
+            sort: Some(0),
+            descending: true,
+            filter: String::new(),
+            selected: None,
+            offset: 0,
+            lines: Vec::new(),
+            layout: String::new(),
+        };
+        p.set_rows(rows);
+        p
+    }
+
+    /// Shows these groups (a replay's step).
+    pub fn set_rows(&mut self, rows: Vec<CgroupRate>) {
+        self.rows = rows;
+        self.rebuild();
+    }
+
+    /// Reads the hierarchy again: rates since the last reading (a recorded view: none).
     pub fn refresh(&mut self) -> anyhow::Result<()> {
-        let (rows, layout) = self.sampler.read()?;
+        let Some(sampler) = self.sampler.as_mut() else {
+            return Ok(());
+        };
+        let (rows, layout) = sampler.read()?;
         self.rows = rows;
         self.layout = layout;
         self.rebuild();

@@ -1,82 +1,105 @@
-//! `kernstat top --at TIME`: a recorded sample in the live view's place. The frame is
-//! turned into the header's figures and the table's rows, and the same view and draw
-//! render it; keys step one sample forward (t) or back (T), or jump to a time (b), as
-//! in atop.
+//! `kernstat top --at TIME`: a recorded moment in the live view's place. The archive's
+//! cursor stands on a frame; the rows and the header's figures are the rate engine's
+//! over the interval from the frame before (the same rules as live), and the same view
+//! and draw render them; keys step one sample forward (t) or back (T), or jump to a
+//! time (b), as in atop. Processes that ended in the interval are rows of their own, in
+//! state X.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use kernstat_model::record::Frame;
-use kernstat_model::{MemInfo, Model};
-use kernstat_record::Archive;
+use kernstat_model::MemInfo;
+use kernstat_record::Cursor;
 use kernstat_sources::users::UserNames;
 
 use crate::sample::Machine;
 use crate::view::Proc;
 
-/// The archive and the sample shown.
+/// The archive's cursor on the sample shown.
 pub struct Replay {
-    archive: Archive,
-    /// The sample on screen.
-    pub frame: Frame,
+    cursor: Cursor,
+    /// How far the sample shown is from the time asked, ns (0 after a step).
+    pub off_by_ns: u64,
     users: UserNames,
     names: HashMap<u32, Rc<str>>,
+    /// What the cursor found damaged, to show once.
+    pub warnings: Vec<String>,
 }
 
 impl Replay {
-    /// The archive in `dir` at the sample `frame` (the caller found it and said what it
-    /// had to).
-    pub fn open(dir: &std::path::Path, frame: Frame) -> std::io::Result<Replay> {
-        Ok(Replay {
-            archive: Archive::open(dir)?,
-            frame,
+    /// The cursor, standing on the sample to show (the caller found it and said what it
+    /// had to), `off_by_ns` from the time asked.
+    pub fn new(cursor: Cursor, off_by_ns: u64) -> Replay {
+        Replay {
+            cursor,
+            off_by_ns,
             users: UserNames::default(),
             names: HashMap::new(),
-        })
+            warnings: Vec::new(),
+        }
     }
 
     /// One sample forward or back; false at the end of the archive.
     pub fn step(&mut self, forward: bool) -> bool {
-        match self
-            .archive
-            .step(self.frame.time_unix_ns, forward, &mut |_| {})
-        {
-            Some(f) => {
-                self.frame = f;
-                true
-            }
-            None => false,
+        let moved = if forward {
+            self.cursor.forward()
+        } else {
+            self.cursor.back()
+        };
+        self.warnings.append(&mut self.cursor.warnings);
+        if moved {
+            self.off_by_ns = 0;
         }
+        moved
     }
 
-    /// The sample nearest to `when` (as --at takes it); Err: why not.
+    /// The sample nearest to `when` (as --at takes it); Err: why not (outside the
+    /// archive, or in a gap: the sentence names the archive's span).
     pub fn jump(&mut self, when: &str) -> Result<(), String> {
         let t = kernstat_record::time::parse_time(when, jiff::Zoned::now())?;
-        self.frame = self.archive.at(t, &mut |_| {})?;
+        let r = self.cursor.seek_at(t, false).map_err(|e| e.to_string());
+        self.warnings.append(&mut self.cursor.warnings);
+        self.off_by_ns = r?;
         Ok(())
     }
 
-    /// When the sample on screen was taken, for the header.
-    pub fn stamp(&self) -> String {
-        kernstat_record::time::local_stamp(self.frame.time_unix_ns)
+    /// Seconds the sample on screen covers (since the sample before it).
+    pub fn interval_s(&self) -> f64 {
+        self.cursor.current().map_or(0.0, |c| {
+            kernstat_record::replay::interval_s(self.cursor.before(), c)
+        })
     }
 
-    /// The header's figures and the table's rows of the sample on screen. Processes
-    /// that ended since the sample before are rows too, with state X: CPU % over the
-    /// interval when they started in it (all their CPU time is in it), else over their
-    /// life.
+    /// When the sample on screen was taken, for the header, with how far it is from
+    /// the time asked when that is not nothing.
+    pub fn stamp(&self) -> String {
+        let t = self.cursor.current().map_or(0, |f| f.time_unix_ns);
+        let mut s = kernstat_record::time::local_stamp(t);
+        if self.off_by_ns >= 1_000_000_000 {
+            s.push_str(&format!(
+                " ({} from the time asked)",
+                kernstat_record::time::span_text(self.off_by_ns)
+            ));
+        }
+        s
+    }
+
+    /// The header's figures and the table's rows of the sample on screen.
     pub fn show(&mut self, procs: &mut Vec<Proc>) -> Machine {
-        let f = &self.frame;
-        let m: &Model = &f.model;
         procs.clear();
+        let Some(cur) = self.cursor.current() else {
+            return Machine::default();
+        };
+        let before = self.cursor.before();
+        let users = &mut self.users;
+        let names = &mut self.names;
         let mut name = |uid: u32| -> Rc<str> {
-            let users = &mut self.users;
-            self.names
+            names
                 .entry(uid)
                 .or_insert_with(|| Rc::from(users.name(uid)))
                 .clone()
         };
-        for (row, rate) in f.processes().iter().zip(&m.procs) {
+        for (row, rate) in kernstat_record::replay::rows(before, cur) {
             procs.push(Proc {
                 pid: row.pid,
                 tgid: row.pid,
@@ -87,58 +110,23 @@ impl Replay {
                 threads: row.threads,
                 nice: row.nice,
                 prio: row.priority,
-                cpu_percent: row.cpu_percent,
+                cpu_percent: rate.cpu_percent,
                 cpu_ns: row.cpu_ns,
                 rss_bytes: row.rss_bytes,
                 read_bps: rate.read_bps,
                 write_bps: rate.write_bps,
                 comm: Rc::from(row.comm.as_str()),
                 cmd: Rc::from(row.cmd.as_str()),
-                cgroup: String::new(),
+                cgroup: row.cgroup,
                 kthread: row.kthread,
                 runq_p99_us: None,
                 write_calls_per_s: None,
                 small_write_share: None,
-                net_rx_bps: row.net_rx_bps,
-                net_tx_bps: row.net_tx_bps,
+                net_rx_bps: rate.net_rx_bps,
+                net_tx_bps: rate.net_tx_bps,
             });
         }
-        let interval_ns = (m.interval_s * 1e9) as u64;
-        for e in &f.exited {
-            let lived = e.exit_ns.saturating_sub(e.start_ns).max(1);
-            let born_inside = e.start_ns + interval_ns >= f.boot_ns;
-            let over = if born_inside {
-                interval_ns.max(1)
-            } else {
-                lived
-            };
-            let cmd = if e.cmd.is_empty() { &e.comm } else { &e.cmd };
-            procs.push(Proc {
-                pid: e.pid,
-                tgid: e.pid,
-                ppid: e.ppid,
-                uid: e.uid,
-                user: name(e.uid),
-                state: 'X',
-                threads: 0,
-                nice: 0,
-                prio: 0,
-                cpu_percent: e.cpu_ns as f64 / over as f64 * 100.0,
-                cpu_ns: e.cpu_ns,
-                rss_bytes: e.maxrss_bytes,
-                read_bps: 0.0,
-                write_bps: 0.0,
-                comm: Rc::from(e.comm.as_str()),
-                cmd: Rc::from(cmd.as_str()),
-                cgroup: String::new(),
-                kthread: false,
-                runq_p99_us: None,
-                write_calls_per_s: None,
-                small_write_share: None,
-                net_rx_bps: None,
-                net_tx_bps: None,
-            });
-        }
+        let m = kernstat_record::replay::model(before, cur);
         Machine {
             core_busy: m.cores_percent.clone(),
             mem: MemInfo {
@@ -165,5 +153,13 @@ impl Replay {
                 .is_none()
                 .then(|| "per-process network was not counted when this was recorded".into()),
         }
+    }
+
+    /// The control groups of the sample on screen, over its interval.
+    pub fn groups(&self) -> Vec<kernstat_model::cgroup::CgroupRate> {
+        let Some(cur) = self.cursor.current() else {
+            return Vec::new();
+        };
+        kernstat_record::replay::model(self.cursor.before(), cur).cgroups
     }
 }

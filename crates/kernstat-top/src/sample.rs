@@ -1,21 +1,23 @@
 //! One refresh of `kernstat top`: the process table (BPF iterator or procfs, through
 //! tasks.rs) turned into rates over the interval, and the header's machine figures.
 //!
-//! Rates are differences of cumulative counters kept per (tid, start time), so a reused
-//! pid never inherits the counters of the task before it. A process's CPU time includes
-//! its threads that exited during the interval (the iterator reads the kernel's
-//! `signal->sum_sched_runtime`), so a process that spawns short-lived threads shows its
-//! real use, unlike a /proc walk that sees only live threads; and the children it reaped
-//! in the interval (`signal->cutime + cstime`), less what those children had already
-//! been shown with on their own rows.
+//! Rates are kernstat-model's rate engine's over the interval between this read and the
+//! one before (the same rules as `ps --interval`, the daemon and every replay, so the
+//! same interval reads the same in all of them): a process is its pid and start time; its
+//! CPU time includes its threads that exited (the iterator reads the kernel's
+//! `signal->sum_sched_runtime`). With the exit hook loaded (BPF), a process that ended in
+//! the interval is a row of its own in state X, with what it used in the interval;
+//! without it, what reaped children used unseen counts on their parent.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Instant;
 
+use kernstat_bpf::exits::Exits;
 use kernstat_bpf::net::Net;
 use kernstat_model::net::{link_rates, proc_rates, KindRate, LinkRate, NetSample};
 use kernstat_model::ps::TaskRow;
+use kernstat_model::rates::{Children, Rates};
 use kernstat_model::{CoreTimes, Hardware, MemInfo, Psi, SystemSample};
 use kernstat_sources::cgroup::CgroupPaths;
 use kernstat_sources::users::UserNames;
@@ -53,22 +55,10 @@ pub struct Machine {
     pub net_unavailable: Option<String>,
 }
 
-/// Counters of a task at the previous refresh.
-#[derive(Clone, Copy, Debug)]
-struct Before {
-    cpu_ns: u64,
-    /// Reaped children's CPU time (processes only).
-    children_ns: u64,
-    read_bytes: u64,
-    write_bytes: u64,
-}
-
-/// A task as last seen: its counters, and its names shared with the rows (Rc: a refresh
-/// allocates nothing per process for them). The command line is read from
-/// /proc/PID/cmdline once per task, and again after an exec (the comm changes).
+/// A task's names, shared with the rows (Rc: a refresh allocates nothing per process for
+/// them). The command line is read from /proc/PID/cmdline once per task, and again after
+/// an exec (the comm changes).
 struct Known {
-    before: Before,
-    ppid: u32,
     comm: Rc<str>,
     cmd: Rc<str>,
     seen: u64,
@@ -82,19 +72,20 @@ pub struct Sampler {
     hardware: HardwareReader,
     sys: SystemSample,
     prev_cores: Vec<CoreTimes>,
-    /// What is remembered of each task (per (id, start time)) between refreshes.
+    /// The names of each task (per (id, start time)) between refreshes.
     known: HashMap<(u32, u64), Known>,
     /// Refreshes so far: entries not seen in the latest are dropped.
     generation: u64,
     at: Option<Instant>,
     users: UserNames,
     cgroups: Option<CgroupPaths>,
-    /// This refresh's processes whose reaped-children time grew: (row, pid, growth in ns).
-    reaping: Vec<(usize, u32, u64)>,
-    reaping_index: usize,
-    /// Per parent, what its children that left since the last refresh had been shown
-    /// with (their CPU and reaped-children time at their last refresh).
-    shown_before_exit: HashMap<u32, u64>,
+    /// The previous read (the start of the interval) and whether it was of threads.
+    prev: Vec<TaskRow>,
+    prev_threads: bool,
+    rates: Vec<Rates>,
+    /// The exit hook (BPF): processes that ended in the interval as rows of their own.
+    exits: Option<Exits>,
+    ended_rates: Vec<Rates>,
     /// User names by uid, shared with the rows.
     user_names: HashMap<u32, Rc<str>>,
     links: Option<LinkReader>,
@@ -139,9 +130,13 @@ impl Sampler {
             users: UserNames::default(),
             cgroups: None,
             user_names: HashMap::new(),
-            reaping: Vec::new(),
-            reaping_index: 0,
-            shown_before_exit: HashMap::new(),
+            prev: Vec::new(),
+            prev_threads: false,
+            rates: Vec::new(),
+            // Without the hook a process that lived between two refreshes is never a
+            // row; its CPU shows on the parent that reaped it (the engine's rule).
+            exits: if no_bpf { None } else { Exits::load().ok() },
+            ended_rates: Vec::new(),
             links: LinkReader::open(&roots),
             net,
             net_unavailable,
@@ -180,37 +175,31 @@ impl Sampler {
         // Grown once, before the walk (not doubled and re-hashed midway).
         self.known
             .reserve(tasks.len().saturating_sub(self.known.len()));
-        self.reaping.clear();
-        self.reaping_index = 0;
-        for t in &tasks {
-            let mut p = self.proc_of(t, threads, dt_s, cgroups);
+        if threads != self.prev_threads {
+            self.prev.clear();
+        }
+        let children = if self.exits.is_some() {
+            Children::OwnRows
+        } else {
+            Children::OnParent
+        };
+        kernstat_model::ps::row_rates(&self.prev, &tasks, threads, dt_s, children, &mut self.rates);
+        let rates = std::mem::take(&mut self.rates);
+        for (t, r) in tasks.iter().zip(&rates) {
+            let mut p = self.proc_of(t, threads, r, cgroups);
             if self.net.is_some() && !threads {
                 (p.net_rx_bps, p.net_tx_bps) = self.net_rates(t.pid, dt_s);
             }
             procs.push(p);
         }
-        let generation = self.generation;
-        let shown_before_exit = &mut self.shown_before_exit;
-        shown_before_exit.clear();
-        self.known.retain(|_, k| {
-            if k.seen != generation && !threads {
-                // Gone: its parent's reaped-children time will include all of it, of
-                // which this much was already shown on its own row.
-                *shown_before_exit.entry(k.ppid).or_default() +=
-                    k.before.cpu_ns + k.before.children_ns;
-            }
-            k.seen == generation
-        });
-        if dt_s > 0.0 && !threads {
-            // What children cost between two refreshes without having been shown (born
-            // and gone in between, or their last moments): counted on the parent that
-            // reaped them, as the kernel does in cutime and cstime.
-            for &(index, pid, reaped_ns) in &self.reaping {
-                let shown = self.shown_before_exit.get(&pid).copied().unwrap_or(0);
-                let unseen = reaped_ns.saturating_sub(shown);
-                procs[index].cpu_percent += unseen as f64 / dt_s / 1e7;
-            }
+        self.rates = rates;
+        if !threads {
+            self.add_ended(procs, &tasks, dt_s);
         }
+        let generation = self.generation;
+        self.known.retain(|_, k| k.seen == generation);
+        self.prev = tasks;
+        self.prev_threads = threads;
         let totals = self.system.read(&mut self.sys)?;
         self.hardware.read(&mut self.sys.hw);
         let core_busy = self
@@ -240,7 +229,7 @@ impl Sampler {
             psi: self.sys.psi,
             hw: self.sys.hw,
             running: totals.running,
-            tasks: tasks.len(),
+            tasks: self.prev.len(),
             source: self.source.name(),
             links: self.link_rates.clone(),
             net: self.net_total(dt_s),
@@ -301,26 +290,75 @@ impl Sampler {
         })
     }
 
-    fn proc_of(&mut self, t: &TaskRow, threads: bool, dt_s: f64, cgroups: bool) -> Proc {
+    /// Rows for the processes that ended in the interval (the exit hook's), each with
+    /// what it used in the interval, in state X.
+    fn add_ended(&mut self, procs: &mut Vec<Proc>, tasks: &[TaskRow], dt_s: f64) {
+        let Some(exits) = self.exits.as_mut() else {
+            return;
+        };
+        let ended = exits.drain().unwrap_or_default();
+        if ended.is_empty() {
+            return;
+        }
+        kernstat_model::rates::ended_rates(&self.prev, &ended, dt_s, &mut self.ended_rates);
+        for (e, r) in ended.iter().zip(&self.ended_rates) {
+            // Its names when a refresh saw it alive; else its parent's command line when
+            // it is a fork of it (kernstat-model's rule).
+            let (comm, cmd) = match self.known.get(&(e.pid, e.start_ns)) {
+                Some(k) => (k.comm.clone(), k.cmd.clone()),
+                None => {
+                    let i = tasks.partition_point(|t| t.pid < e.ppid);
+                    let parent = tasks
+                        .get(i)
+                        .filter(|t| t.pid == e.ppid)
+                        .and_then(|t| self.known.get(&(t.pid, t.start_ns)));
+                    let cmd = kernstat_model::exits::ended_command(
+                        &e.comm,
+                        None,
+                        parent.map(|k| (&*k.comm, &*k.cmd)),
+                    );
+                    (Rc::from(e.comm.as_str()), Rc::from(cmd))
+                }
+            };
+            let users = &mut self.users;
+            let user = self
+                .user_names
+                .entry(e.uid)
+                .or_insert_with(|| Rc::from(users.name(e.uid)))
+                .clone();
+            procs.push(Proc {
+                pid: e.pid,
+                tgid: e.pid,
+                ppid: e.ppid,
+                uid: e.uid,
+                user,
+                state: 'X',
+                threads: 0,
+                nice: 0,
+                prio: 0,
+                cpu_percent: r.cpu_percent,
+                cpu_ns: e.cpu_ns,
+                rss_bytes: e.maxrss_bytes,
+                read_bps: r.read_bps,
+                write_bps: r.write_bps,
+                comm,
+                cmd,
+                cgroup: String::new(),
+                kthread: false,
+                runq_p99_us: None,
+                write_calls_per_s: None,
+                small_write_share: None,
+                net_rx_bps: None,
+                net_tx_bps: None,
+            });
+        }
+    }
+
+    fn proc_of(&mut self, t: &TaskRow, threads: bool, r: &Rates, cgroups: bool) -> Proc {
         let id = if threads { t.tid } else { t.pid };
         let key = (id, t.start_ns);
-        let now = Before {
-            cpu_ns: t.cpu_ns,
-            children_ns: t.reaped_children_cpu_ns,
-            read_bytes: t.read_bytes,
-            write_bytes: t.write_bytes,
-        };
-        // A task born inside the interval counts from zero; the first refresh has no
-        // interval and shows zeros.
         let generation = self.generation;
         let known = self.known.entry(key).or_insert_with(|| Known {
-            before: Before {
-                cpu_ns: 0,
-                children_ns: 0,
-                read_bytes: 0,
-                write_bytes: 0,
-            },
-            ppid: t.ppid,
             comm: Rc::from(t.comm.as_str()),
             cmd: Rc::from(tasks::read_command_line(t)),
             seen: generation,
@@ -330,25 +368,8 @@ impl Sampler {
             known.comm = Rc::from(t.comm.as_str());
             known.cmd = Rc::from(tasks::read_command_line(t));
         }
-        let was = std::mem::replace(&mut known.before, now);
-        known.ppid = t.ppid;
         known.seen = generation;
         let (comm, cmd) = (known.comm.clone(), known.cmd.clone());
-        if !threads && t.reaped_children_cpu_ns > was.children_ns {
-            self.reaping.push((
-                self.reaping_index,
-                t.pid,
-                t.reaped_children_cpu_ns - was.children_ns,
-            ));
-        }
-        self.reaping_index += 1;
-        let per_s = |now: u64, was: u64| {
-            if dt_s > 0.0 {
-                now.saturating_sub(was) as f64 / dt_s
-            } else {
-                0.0
-            }
-        };
         let users = &mut self.users;
         let user = self
             .user_names
@@ -370,11 +391,11 @@ impl Sampler {
             threads: t.threads,
             nice: t.nice,
             prio: t.prio,
-            cpu_percent: per_s(now.cpu_ns, was.cpu_ns) / 1e7,
+            cpu_percent: r.cpu_percent,
             cpu_ns: t.cpu_ns,
             rss_bytes: t.rss_bytes,
-            read_bps: per_s(now.read_bytes, was.read_bytes),
-            write_bps: per_s(now.write_bytes, was.write_bytes),
+            read_bps: r.read_bps,
+            write_bps: r.write_bps,
             comm,
             cmd,
             cgroup,
@@ -391,6 +412,7 @@ impl Sampler {
     /// meaning).
     pub fn reset_rates(&mut self) {
         self.known.clear();
+        self.prev.clear();
         self.at = None;
     }
 }

@@ -343,15 +343,21 @@ fn replay_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
         | KeyCode::F(7) => {
             app.message = Some("a recorded moment: nothing to signal or renice".into());
         }
-        KeyCode::Char('C')
-        | KeyCode::Char('r')
+        KeyCode::Char('C') => {
+            app.cgroups = Some(kernstat_top::cgroups::CgroupPanel::recorded(r.groups()));
+            app.mode = Mode::Cgroups;
+            app.message = Some(
+                "recorded cgroups: Left/Right fold, < > sort, / filter, Enter: its processes, C: back"
+                    .into(),
+            );
+        }
+        KeyCode::Char('r')
         | KeyCode::Char('w')
         | KeyCode::Char('H')
         | KeyCode::Char('+')
         | KeyCode::Char('=')
         | KeyCode::Char('-') => {
-            app.message =
-                Some("not in the record: cgroups, probes and threads are live only".into());
+            app.message = Some("not in the record: probes and threads are live only".into());
         }
         _ => normal_key(app, sampler, k),
     }

@@ -177,7 +177,9 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
             None => sampler.refresh(&mut app.view.procs, app.threads, cgroups)?,
         };
         let cpu_sampled = kernstat_os::process_cpu_ns();
-        if let Some(panel) = app.cgroups.as_mut() {
+        if let (Some(panel), Some(r)) = (app.cgroups.as_mut(), app.replay.as_ref()) {
+            panel.set_rows(r.groups());
+        } else if let Some(panel) = app.cgroups.as_mut() {
             if let Err(e) = panel.refresh() {
                 app.message = Some(format!("cgroups: {e:#}; view closed"));
                 app.cgroups = None;

@@ -51,19 +51,38 @@ pub fn run(args: &CgroupsArgs) -> anyhow::Result<i32> {
             );
         }
     };
-    let mut sampler = CgroupSampler::open(CgroupOptions {
-        depth: args.depth,
-        memory_stat: args.json,
-        max_groups: Some(args.max_groups),
-        network: !args.no_net,
-        no_bpf: args.no_bpf,
-    })?;
-    if let Some(n) = args.bench {
-        return bench(sampler.reader(), n, args.depth);
-    }
-    sampler.read().context("reading the cgroup hierarchy")?;
-    std::thread::sleep(args.interval);
-    let (mut groups, layout) = sampler.read().context("reading the cgroup hierarchy")?;
+    let (mut groups, layout) = match &args.replay.at {
+        Some(at) => {
+            let (cursor, off) = match crate::replay::cursor_at(&args.replay, at)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let frame = cursor.current().expect("cursor_at stands on a frame");
+            if !args.json {
+                eprintln!("kernstat: {}", crate::replay::recorded_line(&cursor, off));
+            }
+            let mut groups = kernstat_record::replay::model(cursor.before(), frame).cgroups;
+            if let Some(d) = args.depth {
+                groups.retain(|g| g.depth <= d);
+            }
+            (groups, frame.groups_layout.clone())
+        }
+        None => {
+            let mut sampler = CgroupSampler::open(CgroupOptions {
+                depth: args.depth,
+                memory_stat: args.json,
+                max_groups: Some(args.max_groups),
+                network: !args.no_net,
+                no_bpf: args.no_bpf,
+            })?;
+            if let Some(n) = args.bench {
+                return bench(sampler.reader(), n, args.depth);
+            }
+            sampler.read().context("reading the cgroup hierarchy")?;
+            std::thread::sleep(args.interval);
+            sampler.read().context("reading the cgroup hierarchy")?
+        }
+    };
     if let Some(root) = &args.root {
         let root = normalize(root);
         groups.retain(|g| kernstat_model::cgroup::within(&g.path, &root));

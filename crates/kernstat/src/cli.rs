@@ -90,10 +90,15 @@ pub enum Command {
 pub struct ReplayArgs {
     /// Show the recorded sample at this time instead of now: 03:12 (today, local time),
     /// -10m (ago: s, m, h, d), 2026-11-25T03:12:00Z, "2026-11-25 03:12" (RFC 3339 /
-    /// local) or @EPOCH_SECONDS. The recorded sample nearest to it is shown, with its
-    /// time.
+    /// local) or @EPOCH_SECONDS. The sample nearest to it is shown, with its time and
+    /// the interval its rates cover; a time outside the archive, or farther than three
+    /// of its intervals (at least 30 s) from any sample, is refused with the span the
+    /// archive holds.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub at: Option<String>,
+    /// With --at: take the sample closest to the time, however far it is.
+    #[arg(long, requires = "at")]
+    pub nearest: bool,
     /// The archive to read (default: $KERNSTAT_ARCHIVE, else the system daemon's
     /// /var/lib/kernstat/record when it can be read, else your own,
     /// ~/.local/state/kernstat/record).
@@ -135,6 +140,7 @@ pub enum DumpFormat {
     /// OpenMetrics text with timestamps.
     Openmetrics,
     /// Apache Parquet: a row per process per sample.
+    #[cfg(feature = "parquet")]
     Parquet,
 }
 
@@ -174,6 +180,9 @@ pub struct CgroupsArgs {
     /// iterator_error where it cannot).
     #[arg(long, value_name = "N")]
     pub bench: Option<u32>,
+    /// The groups as recorded (--at TIME): rates over the recorder's interval.
+    #[command(flatten)]
+    pub replay: ReplayArgs,
 }
 
 /// `kernstat doctor`.
@@ -334,7 +343,8 @@ pub struct BarArgs {
     /// --interval; falls back to sampling here when no daemon answers).
     #[arg(long)]
     pub daemon: bool,
-    /// The daemon's socket (default: the user daemon's, else the system daemon's).
+    /// The daemon's socket (default: $KERNSTAT_SOCKET, else the user daemon's, else the
+    /// system daemon's).
     #[arg(long, requires = "daemon")]
     pub socket: Option<PathBuf>,
     /// Sources.
@@ -548,8 +558,8 @@ pub struct RunqlatArgs {
 /// `kernstat daemon`.
 #[derive(Clone, Debug, Args)]
 pub struct DaemonArgs {
-    /// Listen here (default: $XDG_RUNTIME_DIR/kernstat/sock, or /run/kernstat/sock with
-    /// --system).
+    /// Listen here (default: $KERNSTAT_SOCKET, else $XDG_RUNTIME_DIR/kernstat/sock;
+    /// /run/kernstat/sock with --system).
     #[arg(long)]
     pub socket: Option<PathBuf>,
     /// Run as the machine's daemon: load BPF as root, then switch to --user with no
@@ -672,8 +682,8 @@ pub enum Collect {
 /// Where to find the daemon.
 #[derive(Clone, Debug, Args)]
 pub struct SocketArg {
-    /// The daemon's socket (default: the user daemon's if present, else the system
-    /// daemon's).
+    /// The daemon's socket (default: $KERNSTAT_SOCKET, else the user daemon's if present,
+    /// else the system daemon's).
     #[arg(long)]
     pub socket: Option<PathBuf>,
 }

@@ -429,6 +429,29 @@ pub fn status(args: &StatusArgs) -> i32 {
             d["requests"],
             d["git_paths"],
         )
+        .and_then(|()| match d.get("recorder").filter(|r| !r.is_null()) {
+            Some(r) => writeln!(
+                out,
+                "recording to {} ({}, every {} s): {} to {}, {}",
+                r["dir"].as_str().unwrap_or("?"),
+                r["state"].as_str().unwrap_or("?"),
+                r["interval_s"],
+                r["first_unix_ns"]
+                    .as_u64()
+                    .map_or("-".to_string(), kernstat_record::time::local_stamp),
+                r["last_unix_ns"]
+                    .as_u64()
+                    .map_or("-".to_string(), kernstat_record::time::local_stamp),
+                human_size(r["bytes"].as_u64().unwrap_or(0)),
+            ),
+            None => writeln!(out, "not recording (kernstat daemon --record DIR keeps history)"),
+        })
     };
     0
+}
+
+fn human_size(n: u64) -> String {
+    let mut s = String::new();
+    let _ = kernstat_render::human::bytes(&mut s, n as f64);
+    s
 }

@@ -54,7 +54,8 @@ fn options(args: &DaemonArgs) -> anyhow::Result<DaemonOptions> {
     };
     let socket = args.socket.clone().unwrap_or_else(|| match args.system {
         true => PathBuf::from(SYSTEM_SOCKET),
-        false => kernstat_client::session::user_socket(),
+        false => kernstat_client::session::socket_from_env()
+            .unwrap_or_else(kernstat_client::session::user_socket),
     });
     let metrics = args.metrics.map(|addr| MetricsOptions {
         addr,

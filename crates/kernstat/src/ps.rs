@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use kernstat_bpf::ps as bpf_ps;
-use kernstat_model::ps::{command_line, lifetime_percent, CpuInterval, PsRow, RowExtras, TaskRow};
+use kernstat_model::ps::{command_line, lifetime_percent, row_rates, PsRow, RowExtras, TaskRow};
+use kernstat_model::rates::Children;
 use kernstat_render::table::{self, Column, StartFormat, COLUMNS};
 use kernstat_sources::cgroup::CgroupPaths;
 use kernstat_sources::users::UserNames;
@@ -99,8 +100,19 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
             if let Some(n) = net.as_mut() {
                 n.read_second(dt.as_secs_f64());
             }
-            let cpu = CpuInterval::new(&first, dt.as_nanos() as u64);
-            (second, Some(cpu))
+            // The rate engine's rules (live top's and every replay's): no exit hook
+            // here, so children reaped in the interval count on their parent.
+            let mut rates = Vec::new();
+            let dt_s = dt.as_secs_f64();
+            row_rates(
+                &first,
+                &second,
+                args.threads,
+                dt_s,
+                Children::OnParent,
+                &mut rates,
+            );
+            (second, Some(rates))
         }
     };
     let now_boot = kernstat_sources::boottime_ns();
@@ -110,8 +122,8 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
         args.threads,
         want,
         want_names,
-        |t| match &interval {
-            Some(cpu) => cpu.percent(t),
+        |i, t| match &interval {
+            Some(rates) => rates[i].cpu_percent,
             None => lifetime_percent(t, now_boot),
         },
     );
@@ -148,22 +160,22 @@ fn replay(
     sort: (Column, bool),
     comm_re: Option<&regex::Regex>,
 ) -> anyhow::Result<i32> {
-    let frame = match crate::replay::frame_at(&args.replay, at)? {
-        Ok(f) => f,
+    let (cursor, off) = match crate::replay::cursor_at(&args.replay, at)? {
+        Ok(c) => c,
         Err(code) => return Ok(code),
     };
+    let frame = cursor.current().expect("cursor_at stands on a frame");
     if !args.json {
-        eprintln!(
-            "kernstat: recorded at {}",
-            crate::replay::local_stamp(frame.time_unix_ns)
-        );
+        eprintln!("kernstat: {}", crate::replay::recorded_line(&cursor, off));
     }
-    let mut rows = frame.processes();
-    rows.extend(frame.exited.iter().map(crate::replay::exited_row));
     let mut users = UserNames::default();
-    for r in rows.iter_mut() {
-        r.user = users.name(r.uid).to_string();
-    }
+    let rows: Vec<PsRow> = kernstat_record::replay::rows(cursor.before(), frame)
+        .into_iter()
+        .map(|(mut r, _)| {
+            r.user = users.name(r.uid).to_string();
+            r
+        })
+        .collect();
     let start = BootClock::at(frame.time_unix_ns, frame.boot_ns);
     emit(args, rows, columns, sort, comm_re, &|_| "archive", start)
 }
@@ -216,20 +228,21 @@ fn rows(
     per_thread: bool,
     want: Want,
     want_names: bool,
-    cpu_percent: impl Fn(&TaskRow) -> f64,
+    cpu_percent: impl Fn(usize, &TaskRow) -> f64,
 ) -> Vec<PsRow> {
     let mut users = UserNames::default();
     let cgroups = want.cgroup.then(|| CgroupPaths::scan(&Roots::default()));
     tasks
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
             let cgroup = match (&t.cgroup_path, &cgroups) {
                 (Some(p), _) => p.clone(),
                 (None, Some(c)) => c.path(t.cgroup_id),
                 (None, None) => String::new(),
             };
             let extras = RowExtras {
-                cpu_percent: cpu_percent(t),
+                cpu_percent: cpu_percent(i, t),
                 user: if want_names {
                     users.name(t.uid).to_string()
                 } else {

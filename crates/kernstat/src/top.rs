@@ -20,12 +20,11 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     };
     let replay = match &args.replay.at {
         Some(at) => {
-            let frame = match crate::replay::frame_at(&args.replay, at)? {
-                Ok(f) => f,
+            let (cursor, off) = match crate::replay::cursor_at(&args.replay, at)? {
+                Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            let dir = crate::replay::archive_dir(args.replay.archive.as_deref());
-            Some(Replay::open(&dir, frame)?)
+            Some(Replay::new(cursor, off))
         }
         None => None,
     };

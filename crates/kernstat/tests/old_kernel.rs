@@ -65,7 +65,7 @@ bp=$(awk '{print $2}' /tmp/ru.out)
 sleep 1.5
 echo "BURNPID $bp"
 echo "BURNCPU $(awk '{print $3}' /tmp/ru.out)"
-echo "RECX $(/bin/kernstat dump --archive /tmp/rec --format csv | awk -F, -v p=$bp '$3 == p && $6 == "X" {print $9}')"
+echo "RECX $(/bin/kernstat dump --archive /tmp/rec --format csv | awk -F, -v p=$bp 'NR == 1 {for (i = 1; i <= NF; i++) c[$i] = i; next} $c["pid"] == p && $c["state"] == "X" {print $c["cpu_ns"]}')"
 kill $s $r $d
 "#;
 

@@ -131,45 +131,53 @@ fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
     let reaped_at = unix_ns();
     let charged = rusage_cpu_ns(&usage);
     let mut frame = Value::Null;
+    let ended = |f: &Value| -> Option<Value> {
+        f["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == pid && p["state"] == "X")
+            .cloned()
+    };
     wait_for("the sample after the exit", 20, || {
         frame = dump(&archive)
             .into_iter()
-            .find(|f| {
-                f["exited"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|e| e["pid"] == pid)
-            })
+            .find(|f| ended(f).is_some())
             .unwrap_or(Value::Null);
         !frame.is_null()
     });
-    let e = frame["exited"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["pid"] == pid)
-        .unwrap();
+    let e = ended(&frame).unwrap();
     let cpu = e["cpu_ns"].as_u64().unwrap();
     assert!(
         charged.abs_diff(cpu) as f64 <= charged as f64 * 0.05,
         "recorded {cpu} ns, the kernel charged {charged} ns"
     );
     assert_eq!(e["ppid"], std::process::id());
+    assert_eq!(e["exit_code"], 0);
     // Its exit time (boot clock turned into wall time) lies between our spawn and reap.
-    let exit_at = e["exit_unix_ns"].as_u64().unwrap();
+    let exit_at = frame["time_unix_ns"].as_u64().unwrap() + e["end_ns"].as_u64().unwrap()
+        - frame["boot_ns"].as_u64().unwrap();
     assert!(
-        (spawned_at..=reaped_at).contains(&exit_at),
+        (spawned_at..=reaped_at + 1_000_000).contains(&exit_at),
         "exit at {exit_at}, spawned {spawned_at}, reaped {reaped_at}"
     );
     assert_eq!(e["comm"], "ks-workload");
+    // Its rate is over the frame's interval: the part of its 2 s of CPU in it.
+    let interval = frame["interval_s"].as_f64().unwrap();
+    let want = cpu as f64 / 1e7 / interval;
+    let got = e["cpu_percent"].as_f64().unwrap();
+    assert!(
+        got <= want + 0.5 && got > 0.0,
+        "its CPU % over the {interval} s interval: {got}, at most {want}"
+    );
     assert!(frame["processes"].as_array().unwrap().len() > 10);
     assert!(
         frame["model"]["cpu_percent"].is_f64(),
         "the machine model is in the frame"
     );
 
-    // ps --at that sample's time: the process is there, state X, its CPU time.
+    // ps --at that sample's time: the process is there, state X, its CPU time; sorted
+    // by CPU it comes first (it used most of a core in that interval).
     let at = frame["time"].as_str().unwrap();
     let archive_s = archive.to_str().unwrap();
     let (code, out, err) = run(&["ps", "--at", at, "--archive", archive_s, "--json"]);
@@ -182,12 +190,75 @@ fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
     assert_eq!(row["state"], "X");
     assert_eq!(row["cpu_ns"].as_u64(), Some(cpu));
     assert_eq!(row["source"], "archive");
-    // snapshot --at: the recorded model, stamped.
+    // Sorted by CPU, it takes its place by the CPU it used in the interval (it showed 0.0
+    // once, at the bottom); whatever else the machine (other tests) ran then.
+    let (_, out, _) = run(&[
+        "ps",
+        "--at",
+        at,
+        "--archive",
+        archive_s,
+        "--json",
+        "--sort",
+        "-cpu",
+    ]);
+    let rows: Vec<Value> = out.lines().map(json).collect();
+    let at_row = rows.iter().position(|r| r["pid"] == pid).unwrap();
+    let cpu_of = |r: &Value| r["cpu_percent"].as_f64().unwrap();
+    assert!(
+        rows[..at_row].iter().all(|r| cpu_of(r) >= got)
+            && rows[at_row + 1..].iter().all(|r| cpu_of(r) <= got)
+            && at_row < 5,
+        "the ended burner ({got:.1} %) is at row {at_row} of ps --at --sort -cpu: {out:.1500}"
+    );
+    // snapshot --at: the model over the interval ending there, stamped.
     let (code, out, _) = run(&["snapshot", "--at", at, "--archive", archive_s, "--json"]);
     assert_eq!(code, Some(0));
     let snap = json(out.trim());
     assert_eq!(snap["recorded_at"], frame["time"]);
     assert!(snap["procs"].as_array().unwrap().len() > 10);
+    assert!(snap["ended"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["pid"] == pid));
+    // A time outside the archive is refused with its span; --nearest takes it anyway.
+    for outside in ["@1000000000", "-30d"] {
+        let (code, _, err) = run(&["ps", "--at", outside, "--archive", archive_s]);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains("before the archive begins") && err.contains(" holds "),
+            "{err}"
+        );
+    }
+    let (code, _, err) = run(&[
+        "ps",
+        "--at",
+        "@1000000000",
+        "--nearest",
+        "--archive",
+        archive_s,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("from the time asked"), "{err}");
+
+    // A second recorder on the same archive is refused in one sentence naming the first,
+    // and the first goes on with nothing damaged.
+    let out = command()
+        .args(["daemon", "--socket"])
+        .arg(dir.path().join("second.sock"))
+        .args(["--record", archive_s, "--record-interval", "5"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("already recorded by pid {}", rec.child.id())),
+        "{err}"
+    );
+    let (_, _, err) = run(&["dump", "--archive", archive_s]);
+    assert!(err.is_empty(), "{err}");
 
     // kill -9, with the last frame torn as a crash mid-write leaves it.
     // SAFETY: kill with a valid signal.
@@ -197,10 +268,18 @@ fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
     let file = std::fs::read_dir(&archive)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ksr"))
         .max()
         .unwrap();
     let len = std::fs::metadata(&file).unwrap().len();
+    // What a crash after an extension leaves on ext4 or XFS: 4 KiB of zeros after the
+    // last whole frame. At most one line about it, every frame before it read.
     let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    f.set_len(len + 4096).unwrap();
+    let (_, out, err) = run(&["dump", "--archive", archive_s]);
+    assert_eq!(out.lines().count(), before, "{err}");
+    assert!(err.lines().count() <= 1, "{err}");
+    // A torn last frame: that frame is lost, nothing else.
     f.set_len(len - 7).unwrap();
     drop(f);
     let (_, out, err) = run(&["dump", "--archive", archive_s]);
@@ -212,7 +291,7 @@ fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
     let (_, out, err) = run(&["dump", "--archive", archive_s]);
     assert_eq!(out.lines().count(), before - 1);
     assert!(
-        err.contains("written by a newer kernstat (archive format 9; this kernstat reads up to 1)"),
+        err.contains("written by a newer kernstat (archive format 9; this kernstat reads up to 2)"),
         "{err}"
     );
     let (code, _, err) = run(&[
@@ -327,15 +406,37 @@ fn exports_load_in_promtool_and_csv_has_a_row_per_process() {
     }
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive");
-    let rec = Recording::start(&archive, "0.3");
+    let mut rec = Recording::start_with(&archive, "0.3", &["--metrics", "127.0.0.1:0"]);
+    let lines = rec.stderr_lines();
+    let metrics_url = loop {
+        let l = lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the daemon's start line");
+        if let Some(i) = l.find("http://") {
+            break l[i..].split(' ').next().unwrap().to_string();
+        }
+    };
     wait_for("four recorded samples", 20, || dump(&archive).len() >= 4);
+    let live_series = series_names(
+        &ureq::get(&metrics_url)
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap(),
+    );
     drop(rec);
     let archive_s = archive.to_str().unwrap();
     let frames = dump(&archive);
     let rows: usize = frames
         .iter()
-        .map(|f| f["processes"].as_array().unwrap().len() + f["exited"].as_array().unwrap().len())
+        .map(|f| f["processes"].as_array().unwrap().len())
         .sum();
+    let ended: usize = frames
+        .iter()
+        .flat_map(|f| f["processes"].as_array().unwrap())
+        .filter(|p| p["state"] == "X")
+        .count();
     let (code, csv, _) = run(&["dump", "--archive", archive_s, "--format", "csv"]);
     assert_eq!(code, Some(0));
     assert_eq!(
@@ -343,6 +444,25 @@ fn exports_load_in_promtool_and_csv_has_a_row_per_process() {
         rows + 1,
         "a header and a row per process per sample"
     );
+    // Every column ps --json has.
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let (_, ps, _) = run(&["ps", "--json", "--pid", "1"]);
+    for key in json(ps.lines().next().unwrap()).as_object().unwrap().keys() {
+        assert!(
+            key == "source" || header.contains(&key.as_str()),
+            "{key} not in the CSV"
+        );
+    }
+    for key in [
+        "user",
+        "net_rx_bps",
+        "exit_code",
+        "cgroup",
+        "read_bps",
+        "end_time",
+    ] {
+        assert!(header.contains(&key), "{key} not in the CSV");
+    }
 
     // Parquet: the same rows, read by pyarrow and DuckDB (scripts/deps.sh test puts them
     // in target/pyenv).
@@ -369,7 +489,7 @@ fn exports_load_in_promtool_and_csv_has_a_row_per_process() {
                 "import sys, pyarrow.parquet as pq, duckdb\n\
                  t = pq.read_table(sys.argv[1])\n\
                  assert str(t.schema.field('time').type) == 'timestamp[ns, tz=UTC]', t.schema\n\
-                 d = duckdb.execute(f\"select count(*), count(distinct time), sum(exited::int) from '{sys.argv[1]}'\").fetchone()\n\
+                 d = duckdb.execute(f\"select count(*), count(distinct time), count(exit_code) from '{sys.argv[1]}'\").fetchone()\n\
                  print(t.num_rows, d[0], d[1], d[2])",
             )
             .arg(&parquet)
@@ -384,19 +504,25 @@ fn exports_load_in_promtool_and_csv_has_a_row_per_process() {
             .split_whitespace()
             .map(|w| w.parse().unwrap())
             .collect();
-        let exited: usize = frames
-            .iter()
-            .map(|f| f["exited"].as_array().unwrap().len())
-            .sum();
         assert_eq!(
             got,
-            [rows, rows, frames.len(), exited],
+            [rows, rows, frames.len(), ended],
             "pyarrow rows, duckdb rows, samples, ended"
         );
     }
 
     let (code, om, _) = run(&["dump", "--archive", archive_s, "--format", "openmetrics"]);
     assert_eq!(code, Some(0));
+    // The series are the live endpoint's: a backfill lines up with what was scraped.
+    let live = live_series;
+    let exported = series_names(&om);
+    assert!(exported.len() >= 20, "{exported:?}");
+    for name in &exported {
+        assert!(
+            live.contains(name),
+            "{name} is not a series of /metrics: {live:?}"
+        );
+    }
     let file = dir.path().join("dump.om");
     std::fs::write(&file, &om).unwrap();
     let tsdb = dir.path().join("tsdb");
@@ -407,24 +533,33 @@ fn exports_load_in_promtool_and_csv_has_a_row_per_process() {
         path(&file),
         path(&tsdb),
     ]);
-    // Query the backfilled block: every sample of the machine's CPU series is there
+    // Query the backfilled block: every sample of the machine's memory series is there
     // (tsdb dump opens the directory as a database: it wants a WAL, empty here).
     std::fs::create_dir_all(tsdb.join("wal")).unwrap();
     let dumped = promtool(&[
         "tsdb",
         "dump",
         "--match",
-        "kernstat_cpu_busy_percent",
+        "kernstat_memory_used_bytes",
         path(&tsdb),
     ]);
     assert_eq!(
         dumped
             .lines()
-            .filter(|l| l.contains("kernstat_cpu_busy_percent"))
+            .filter(|l| l.contains("kernstat_memory_used_bytes"))
             .count(),
         frames.len(),
         "{dumped}"
     );
+}
+
+/// The names of the series in an exposition (its sample lines).
+fn series_names(text: &str) -> std::collections::BTreeSet<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -468,7 +603,7 @@ fn with_collect_the_kernel_histograms_are_recorded_too() {
     wait_for("two recorded samples", 20, || dump(&archive).len() >= 2);
     let first = dump(&archive).pop().unwrap();
     let written = |f: &Value| -> u64 {
-        f["writes"]
+        f["hists"]["writes"]
             .as_array()
             .map(|w| {
                 w.iter()
@@ -479,7 +614,7 @@ fn with_collect_the_kernel_histograms_are_recorded_too() {
             .unwrap_or(0)
     };
     let runs = |f: &Value| -> u64 {
-        f["runqlat_us"]
+        f["hists"]["runqlat_us"]
             .as_array()
             .map_or(0, |h| h.iter().map(|c| c.as_u64().unwrap()).sum())
     };
@@ -508,7 +643,7 @@ fn with_collect_the_kernel_histograms_are_recorded_too() {
         "run-queue latency recorded and growing"
     );
     assert_eq!(
-        last["runqlat_us"].as_array().unwrap().len(),
+        last["hists"]["runqlat_us"].as_array().unwrap().len(),
         kernstat_model::hist::SLOTS,
         "every slot of the histogram"
     );
@@ -599,4 +734,178 @@ fn the_system_daemon_records_as_its_user_into_a_directory_only_it_reads() {
 fn uid_of(name: &str) -> u32 {
     let out = Command::new("id").args(["-u", name]).output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// The workload's own log: (CLOCK_BOOTTIME ns, its CPU time ns) every 10 ms.
+fn cpu_log(path: &Path) -> Vec<(u64, u64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split(' ');
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The workload's CPU time at boot time `t`, interpolated between its log lines.
+fn cpu_at(log: &[(u64, u64)], t: u64) -> Option<f64> {
+    let i = log.partition_point(|(b, _)| *b <= t);
+    let (b0, c0) = *log.get(i.checked_sub(1)?)?;
+    let (b1, c1) = *log.get(i)?;
+    let f = (t - b0) as f64 / (b1 - b0).max(1) as f64;
+    Some(c0 as f64 + f * (c1 as f64 - c0 as f64))
+}
+
+#[test]
+fn a_bursty_process_replays_its_cpu_over_each_recorded_interval() {
+    if !bpf_gate() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    let log = dir.path().join("cpu.log");
+    // 1.3 s busy, 2.1 s idle: a 3.4 s cycle against frames 5 s apart, while the daemon
+    // samples at its default 2 s (the interval a recorded rate used to cover).
+    let bursty =
+        kernstat_testkit::Workload::start(&["bursty", "1300", "2100", log.to_str().unwrap()]);
+    let pid = bursty.pid();
+    let run_dir = tempfile::tempdir().unwrap();
+    let mut child = command()
+        .args(["daemon", "--socket"])
+        .arg(run_dir.path().join("sock"))
+        .args(["--record"])
+        .arg(&archive)
+        .args(["--record-interval", "5"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let intervals = 11;
+    wait_for("twelve recorded samples", 90, || {
+        dump(&archive).len() > intervals
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(bursty);
+    let log = cpu_log(&log);
+    let frames = dump(&archive);
+    let mut compared = Vec::new();
+    for f in frames.iter().skip(1) {
+        let Some(p) = f["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == pid)
+        else {
+            continue;
+        };
+        let end = f["boot_ns"].as_u64().unwrap();
+        let start = end - (f["interval_s"].as_f64().unwrap() * 1e9) as u64;
+        let (Some(c0), Some(c1)) = (cpu_at(&log, start), cpu_at(&log, end)) else {
+            continue;
+        };
+        let truth = (c1 - c0) / (end - start) as f64 * 100.0;
+        let replayed = p["cpu_percent"].as_f64().unwrap();
+        compared.push((replayed, truth));
+    }
+    assert!(compared.len() >= intervals - 2, "{compared:?}");
+    let close = compared
+        .iter()
+        .filter(|(r, t)| (r - t).abs() <= 5.0)
+        .count();
+    assert!(
+        close * 10 >= compared.len() * 9,
+        "replayed vs the workload's own CPU-time delta over each frame's interval: {compared:.1?}"
+    );
+    // And it is bursty: the intervals differ (1 or 2 bursts in 5 s).
+    let (lo, hi) = compared.iter().fold((f64::MAX, 0f64), |(lo, hi), (_, t)| {
+        (lo.min(*t), hi.max(*t))
+    });
+    assert!(hi - lo > 10.0, "{compared:.1?}");
+}
+
+/// Peak RSS of `kernstat ARGS` (wait4's ru_maxrss, through ks-workload rusage).
+fn peak_rss(args: &[&str]) -> u64 {
+    let out = Command::new(workload_bin())
+        .arg("rusage")
+        .arg(common::kernstat())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("rusage "))
+        .unwrap_or_else(|| panic!("{text} {}", String::from_utf8_lossy(&out.stderr)));
+    line.split(' ').nth(3).unwrap().parse().unwrap()
+}
+
+#[test]
+fn dump_streams_in_memory_that_does_not_grow_with_the_range() {
+    if !bpf_gate() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    // ~1,000 processes, recorded 240 times.
+    let fleet = kernstat_testkit::IdleProcs::spawn(900).unwrap();
+    let rec = Recording::start(&archive, "0.1");
+    wait_for("240 recorded samples", 120, || dump_count(&archive) >= 240);
+    drop(rec);
+    drop(fleet);
+    let frames = dump(&archive);
+    assert!(frames[0]["processes"].as_array().unwrap().len() >= 900);
+    let archive_s = archive.to_str().unwrap();
+    let last = frames[frames.len() - 3]["time"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for format in ["json", "csv"] {
+        let all = peak_rss(&[
+            "dump",
+            "--archive",
+            archive_s,
+            "--format",
+            format,
+            "-o",
+            "/dev/null",
+        ]);
+        let tail = peak_rss(&[
+            "dump",
+            "--archive",
+            archive_s,
+            "--format",
+            format,
+            "-o",
+            "/dev/null",
+            "--from",
+            &last,
+        ]);
+        assert!(
+            all as f64 <= tail as f64 * 1.5,
+            "{format}: dumping {} samples peaked at {all} bytes, its last 3 at {tail}",
+            frames.len()
+        );
+    }
+}
+
+/// How many samples the archive holds (counted from a CSV dump's distinct times).
+fn dump_count(archive: &Path) -> usize {
+    let (_, out, _) = run(&[
+        "dump",
+        "--archive",
+        archive.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    let mut times: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .collect();
+    times.dedup();
+    times.len()
 }

@@ -361,11 +361,13 @@ fn proc_cpu_with_reaped_ns(pid: u32) -> u64 {
 }
 
 #[test]
-fn children_that_live_between_two_refreshes_count_on_their_parent() {
+fn children_that_live_between_two_refreshes_are_rows_of_their_own() {
     let Some(_serial) = usable() else { return };
     let dir = tempfile::tempdir().unwrap();
     // A child burning 30 ms every 100 ms: ~30 % of a CPU, none of it the parent's own,
-    // and most children gone before a refresh sees them.
+    // and most children gone before a refresh sees them. With the exit hook (BPF) each
+    // ended child is a row of its own in state X (with its parent's command line: a fork
+    // that did not exec), and the parent shows only its own time; the sum is /proc's.
     let reaper = Workload::start(&["reaper", "30", "100"]);
     let pid = reaper.pid();
     let pane = top(dir.path(), "-d 1 --filter reaper", &[], (160, 40));
@@ -394,9 +396,17 @@ fn children_that_live_between_two_refreshes_count_on_their_parent() {
         shown_sum += shown + children_shown;
         proc_sum += proc_pct;
         windows += 1.0;
+        let ended = table(&screen)
+            .into_iter()
+            .filter(|r| pid_of(r) != Some(pid) && r.contains(" X "))
+            .count();
         assert!(
-            shown >= 15.0,
-            "the children's time is not on the parent:\n{screen}"
+            children_shown >= 15.0 && ended >= 3,
+            "the ended children are not rows of their own ({ended} rows, {children_shown:.1} %):\n{screen}"
+        );
+        assert!(
+            shown < 5.0,
+            "the children's time is also on the parent:\n{screen}"
         );
         last_screen = screen;
     }
@@ -870,6 +880,19 @@ fn a_refresh_allocates_nothing_per_process() {
     );
 }
 
+/// A daemon sampling and recording into `archive` every second.
+fn recording_daemon(dir: &Path, archive: &Path) -> std::process::Child {
+    Command::new(kernstat())
+        .args(["daemon", "--socket"])
+        .arg(dir.join("run/sock"))
+        .args(["--interval", "1", "--record"])
+        .arg(archive)
+        .args(["--record-interval", "1"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// The times of an archive's samples, as `dump` stamps them (what the header shows).
 fn recorded_times(archive: &Path) -> Vec<String> {
     let out = Command::new(kernstat())
@@ -895,15 +918,7 @@ fn a_recorded_moment_replays_with_its_busiest_process_on_top_and_steps() {
     let busy = Workload::start(&["duty", "60"]);
     // SAFETY: setpriority has no memory preconditions.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, busy.pid(), -20) };
-    let mut daemon = Command::new(kernstat())
-        .args(["daemon", "--socket"])
-        .arg(dir.path().join("run/sock"))
-        .args(["--interval", "1", "--record"])
-        .arg(&archive)
-        .args(["--record-interval", "1"])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut daemon = recording_daemon(dir.path(), &archive);
     let t = Instant::now();
     while recorded_times(&archive).len() < 5 {
         assert!(t.elapsed() < Duration::from_secs(60), "nothing recorded");
@@ -948,4 +963,77 @@ fn a_recorded_moment_replays_with_its_busiest_process_on_top_and_steps() {
     });
     pane.keys(&["q"]);
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+}
+
+/// The parent's CPU % and the sum of its ended children's (rows in state X) on a screen.
+fn parent_and_ended(screen: &str, parent: u32) -> (f64, f64) {
+    let rows = table(screen);
+    let cpu = |r: &str| column(screen, r, "CPU%").parse::<f64>().unwrap();
+    let own = rows
+        .iter()
+        .find(|r| pid_of(r) == Some(parent))
+        .map(|r| cpu(r))
+        .unwrap_or_else(|| panic!("the parent is not shown:\n{screen}"));
+    let ended = rows
+        .iter()
+        .filter(|r| pid_of(r) != Some(parent) && r.contains(" X "))
+        .map(|r| cpu(r))
+        .sum();
+    (own, ended)
+}
+
+#[test]
+fn live_and_replayed_top_agree_on_a_parent_and_its_ended_children() {
+    let Some(_serial) = usable() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    // A child burning 30 ms every 100 ms: ~30 % of a CPU in children that live shorter
+    // than a refresh, none of it the parent's own.
+    let reaper = Workload::start(&["reaper", "30", "100"]);
+    let pid = reaper.pid();
+    let mut daemon = recording_daemon(dir.path(), &archive);
+    let live = top(dir.path(), "-d 1 --filter 'reaper 30 100'", &[], (160, 50));
+    live.wait_for("two refreshes", &|s| refresh_count(s) >= Some(2));
+    let mut live_seen = Vec::new();
+    for (screen, _) in per_refresh(&live, 3, || 0) {
+        live_seen.push(parent_and_ended(&screen, pid));
+    }
+    live.keys(&["q"]);
+    live.wait_for("exit", &|s| s.contains("EXITED 0"));
+    let t = Instant::now();
+    while recorded_times(&archive).len() < 6 {
+        assert!(t.elapsed() < Duration::from_secs(60), "nothing recorded");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    drop(reaper);
+    let times = recorded_times(&archive);
+    let args = format!(
+        "--at {} --archive {} --filter 'reaper 30 100'",
+        times[2],
+        archive.display()
+    );
+    let pane = top(dir.path(), &args, &[], (160, 50));
+    let mut replay_seen = Vec::new();
+    for time in &times[2..5] {
+        let screen = pane.wait_for("the recorded moment", &|s| s.contains(time.as_str()));
+        replay_seen.push(parent_and_ended(&screen, pid));
+        pane.keys(&["t"]);
+    }
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+    let mean =
+        |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| v.iter().map(f).sum::<f64>() / v.len() as f64;
+    let (live_parent, live_ended) = (mean(&live_seen, |p| p.0), mean(&live_seen, |p| p.1));
+    let (rec_parent, rec_ended) = (mean(&replay_seen, |p| p.0), mean(&replay_seen, |p| p.1));
+    // The same rule in both: the children on rows of their own, the parent only its own.
+    assert!(
+        live_parent < 5.0 && rec_parent < 5.0,
+        "parent: live {live_seen:?}, replayed {replay_seen:?}"
+    );
+    assert!(
+        (15.0..=45.0).contains(&live_ended) && (live_ended - rec_ended).abs() <= 8.0,
+        "ended children: live {live_seen:?}, replayed {replay_seen:?}"
+    );
 }

@@ -152,7 +152,7 @@ pub struct ProgramStats {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SizeSeries {
     /// "write", "pwrite64", ...
-    pub syscall: &'static str,
+    pub syscall: String,
     /// "file", "pipe", "socket", ...
     pub kind: String,
     /// Calls per log2 size slot (size asked for).
@@ -814,7 +814,7 @@ impl Collector for Scrape {
                 Histogram,
                 |e| {
                     for w in &s.writes {
-                        let labels = [("syscall", w.syscall), ("kind", w.kind.as_str())];
+                        let labels = [("syscall", w.syscall.as_str()), ("kind", w.kind.as_str())];
                         histogram(
                             &mut e.encode_family(&labels)?,
                             &buckets::sizes(&w.slots, w.bytes),

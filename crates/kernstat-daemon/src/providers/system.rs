@@ -305,14 +305,7 @@ pub const METRICS: &[Metric] = &[
     metric("summary", |s| {
         // Bars need the aggregates and top lists, not every process: a tenth of the
         // bytes to send and parse each tick.
-        let summary = Model {
-            procs: Vec::new(),
-            cores_percent: s.model.cores_percent.clone(),
-            net: s.model.net.clone(),
-            links: s.model.links.clone(),
-            cgroups: Vec::new(),
-            ..*s.model
-        };
+        let summary = s.model.summary();
         Some(Value::Json(snapshot_json(s, &summary)))
     }),
 ];

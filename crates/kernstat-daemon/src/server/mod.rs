@@ -120,6 +120,8 @@ pub struct Daemon {
     /// The latest system sample, whole, when counters are private: each asker's view
     /// of the counter keys is made from it.
     latest: Mutex<Option<LatestSample>>,
+    /// What the flight recorder says of itself (where, its span, its size), when on.
+    recorder: Mutex<Option<serde_json::Value>>,
 }
 
 /// A published model, when and how long it took.
@@ -159,6 +161,7 @@ impl Daemon {
             scripts: Arc::default(),
             settings_watch: Mutex::new(None),
             latest: Mutex::new(None),
+            recorder: Mutex::new(None),
         });
         basic::publish(&d.hub.cache);
         d
@@ -256,6 +259,13 @@ impl Daemon {
         self.notify(Event::System);
     }
 
+    /// What `status` says of the flight recorder.
+    pub fn set_recorder_status(&self, status: serde_json::Value) {
+        if let Ok(mut r) = self.recorder.lock() {
+            *r = Some(status);
+        }
+    }
+
     /// A counter key (system::COUNTER_KEYS) as `uid` may read it (None: root, or the
     /// daemon's own user): made from the latest sample.
     fn counters_for(&self, key: &str, uid: Option<u32>) -> Option<Arc<Entry>> {
@@ -315,6 +325,7 @@ impl Daemon {
             "watched_dirs": self.contexts.watched_dirs(),
             "vars": self.puts.usage().0,
             "scripts_started": self.scripts.started(),
+            "recorder": self.recorder.lock().ok().and_then(|r| r.clone()),
         });
         serde_json::to_vec(&v).unwrap_or_default()
     }

@@ -11,6 +11,11 @@
 //!                                    MAXRSS_BYTES" (what the kernel charged it)
 //!   ks-workload spin                 print "ready", then burn one CPU until killed
 //!   ks-workload trickle RATE SIZE PATH  print "ready", then write SIZE bytes RATE times a second
+//!   ks-workload bursty BUSY_MS IDLE_MS LOG
+//!                                    "ready", then burn BUSY_MS, sleep IDLE_MS, forever;
+//!                                    a second thread appends "BOOTTIME_NS CPU_NS" (the
+//!                                    process's CPU time) to LOG every 10 ms: the answer
+//!                                    for any interval
 //!   ks-workload reaper MS PERIOD_MS  print "ready", then every PERIOD_MS fork a child that
 //!                                    burns MS of CPU and exits, and reap it
 //!   ks-workload write BYTES PATH     write BYTES to PATH in 64 KiB writes, fsync
@@ -131,6 +136,40 @@ fn main() {
                 }
             }
         }
+        Some("bursty") => {
+            let busy = Duration::from_millis(arg(&args, 2, "BUSY_MS"));
+            let idle = Duration::from_millis(arg(&args, 3, "IDLE_MS"));
+            let path = args
+                .get(4)
+                .expect("ks-workload bursty BUSY_MS IDLE_MS LOG")
+                .clone();
+            let mut log = std::fs::File::create(&path).expect("create the log");
+            std::thread::spawn(move || loop {
+                let clock = |id| {
+                    let mut ts = libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    };
+                    // SAFETY: clock_gettime writes into the timespec we pass.
+                    unsafe { libc::clock_gettime(id, &mut ts) };
+                    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+                };
+                let line = format!(
+                    "{} {}\n",
+                    clock(libc::CLOCK_BOOTTIME),
+                    clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+                );
+                let _ = log.write_all(line.as_bytes());
+                std::thread::sleep(Duration::from_millis(10));
+            });
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "ready");
+            let _ = out.flush();
+            loop {
+                kernstat_testkit::burn(busy);
+                std::thread::sleep(idle);
+            }
+        }
         Some("reaper") => {
             // Every PERIOD_MS, a child that burns MS of CPU, exits and is reaped: a parent
             // whose own CPU is nil and whose children live shorter than a refresh.
@@ -173,18 +212,19 @@ fn main() {
         Some("rusage") => {
             // Runs the rest of the arguments as a child, reaps it with wait4 and prints
             // "rusage PID CPU_NS MAXRSS_BYTES": what the kernel charged it over its whole
-            // life (a guest without a Rust test harness compares the exits hook with it).
+            // life (a guest without a Rust test harness compares the exits hook with it);
+            // exits with the command's status.
             let child = std::process::Command::new(&args[2])
                 .args(&args[3..])
                 .spawn()
                 .expect("ks-workload rusage: start the command");
             let pid = child.id() as i32;
             // SAFETY: wait4 on our own child with valid out-pointers.
-            let usage = unsafe {
+            let (usage, status) = unsafe {
                 let mut status = 0;
                 let mut usage: libc::rusage = std::mem::zeroed();
                 assert_eq!(libc::wait4(pid, &mut status, 0, &mut usage), pid);
-                usage
+                (usage, status)
             };
             std::mem::forget(child);
             let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
@@ -193,6 +233,12 @@ fn main() {
                 tv(usage.ru_utime) + tv(usage.ru_stime),
                 usage.ru_maxrss as u64 * 1024
             );
+            let _ = std::io::stdout().flush();
+            std::process::exit(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128 + libc::WTERMSIG(status)
+            });
         }
         Some("burn-exit") => {
             // THREADS threads each burn MS of their own CPU time and end, then the process

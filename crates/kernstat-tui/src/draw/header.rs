@@ -144,7 +144,7 @@ pub(super) fn header_lines(app: &App, width: u16, max_core_rows: usize) -> Vec<L
             c,
             "  RECORDED {}  over {:.1} s  (t: next sample, T: previous, b: jump)",
             r.stamp(),
-            r.frame.model.interval_s
+            r.interval_s()
         );
     } else {
         let _ = write!(

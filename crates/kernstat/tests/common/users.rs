@@ -19,6 +19,8 @@ pub const VICTIM: u32 = 64001;
 pub const ATTACKER: u32 = 64002;
 /// The zsh test's victim (its default runtime directory is not the rename test's).
 pub const ZSH_VICTIM: u32 = 64003;
+/// The user who churns long command lines past the recorder (hostile_archives.rs).
+pub const CHURNER: u32 = 64004;
 pub const NOBODY: u32 = 65534;
 
 pub fn gate() -> bool {

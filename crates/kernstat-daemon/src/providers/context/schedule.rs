@@ -487,6 +487,16 @@ impl Contexts {
             for dir in &remove {
                 w.remove(dir);
             }
+            drop(w);
+            // The reading was published before these watches existed: a change made in
+            // between raised no event (a file removed right after the first answer was
+            // missed until the 30 s poll). Now that they exist, the contexts looking
+            // there read once more, as if each new directory had just changed.
+            let new: Vec<PathBuf> = add.into_iter().filter(|d| !remove.contains(d)).collect();
+            mark_dirty(&scopes, &new);
+            for d in new {
+                let _ = tx.send(d);
+            }
         });
         tokio::spawn(job);
     }
