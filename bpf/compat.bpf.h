@@ -242,4 +242,28 @@ static __always_inline __u64 ks_cgroup_ancestor_id(struct cgroup *cg, int level)
 	}
 }
 
+/*
+ * The whole disk of a block request: rq->rq_disk until 5.17 (commit f3fa33acca9f
+ * "block: remove the ->rq_disk field in struct request"), rq->q->disk after (added in
+ * 5.15, commit d152c682f03c). NULL for a request without a disk.
+ */
+struct request___pre517 {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct gendisk *ks_rq_disk(struct request *rq)
+{
+	if (bpf_core_field_exists(((struct request___pre517 *)0)->rq_disk))
+		return BPF_CORE_READ((struct request___pre517 *)rq, rq_disk);
+	return rq->q->disk;
+}
+
+/* The same through probe reads (raw_tp arguments are untyped). */
+static __always_inline struct gendisk *ks_rq_disk_probe(struct request *rq)
+{
+	if (bpf_core_field_exists(((struct request___pre517 *)0)->rq_disk))
+		return BPF_CORE_READ((struct request___pre517 *)rq, rq_disk);
+	return BPF_CORE_READ(rq, q, disk);
+}
+
 #endif /* KERNSTAT_COMPAT_BPF_H */

@@ -152,8 +152,19 @@ struct nsproxy {
 	struct pid_namespace *pid_ns_for_children;
 };
 
+/* The controllers a task's css_set points at, by `enum cgroup_subsys_id` (the enum's
+ * values are relocated by CO-RE: they depend on the kernel's config). */
+enum cgroup_subsys_id {
+	cpuset_cgrp_id,
+	cpu_cgrp_id,
+	cpuacct_cgrp_id,
+	io_cgrp_id,
+	memory_cgrp_id,
+};
+
 struct css_set {
 	struct cgroup *dfl_cgrp;
+	struct cgroup_subsys_state *subsys[16];
 };
 
 struct sched_entity {
@@ -179,6 +190,7 @@ struct signal_struct {
 	int nr_threads;
 	int group_exit_code;
 	unsigned long maxrss; /* peak resident set of any thread, pages */
+	short oom_score_adj;
 	struct list_head thread_head;
 	struct task_io_accounting ioac;
 	unsigned long long sum_sched_runtime;
@@ -257,6 +269,40 @@ struct socket {
 };
 
 struct msghdr;
+
+
+/* Block requests (biolat.bpf.c). rq->q->disk is the whole disk (5.15+; before, the
+ * request's own rq_disk: compat.bpf.h); the stamps are CLOCK_MONOTONIC, 0 when the
+ * queue does not keep them (see biolat.bpf.c). */
+struct gendisk {
+	int major;
+	int first_minor;
+};
+
+struct request_queue {
+	struct gendisk *disk;
+};
+
+struct blkcg {
+	struct cgroup_subsys_state css;
+};
+
+struct blkcg_gq {
+	struct blkcg *blkcg;
+};
+
+struct bio {
+	struct blkcg_gq *bi_blkg;
+};
+
+struct request {
+	struct request_queue *q;
+	unsigned int cmd_flags;
+	unsigned int __data_len;
+	struct bio *bio;
+	__u64 start_time_ns;
+	__u64 io_start_time_ns;
+};
 
 struct seq_file;
 

@@ -98,22 +98,10 @@ static __always_inline void count_lost(void)
 struct ks_rq_hist _ks_rq_hist_type = {};
 enum ks_rq_key_kind _ks_rq_key_kind_type = 0;
 
-static __always_inline __u32 slot_of(__u64 v)
-{
-	__u32 e;
-
-	if (v < 8)
-		return v;
-	e = ks_log2_u64(v);
-	if (e > KS_RQ_MAX_EXP)
-		return KS_RQ_SLOTS - 1;
-	return 8 + (e - 3) * 8 + ((v >> (e - 3)) & 7);
-}
-
 static __always_inline void record(__u32 key, __u64 delta_ns)
 {
 	__u64 v = targ_ms ? delta_ns / 1000000 : delta_ns / 1000;
-	__u32 s = slot_of(v), zero_key = 0;
+	__u32 s = ks_hist_slot(v), zero_key = 0;
 	struct ks_rq_hist *h;
 	__u64 *m;
 

@@ -28,7 +28,7 @@ fleet() {
 stop_fleet() {
   [ -n "${1:-}" ] || return 0
   kill -- -"$1" 2>/dev/null || true
-  while [ "$(ls -d /proc/[0-9]* 2>/dev/null | wc -l)" -gt 1000 ]; do sleep 0.2; done
+  while pgrep -s "$1" >/dev/null 2>&1; do sleep 0.2; done
 }
 
 section_sample() {
@@ -732,41 +732,74 @@ atop_samples_after() {
   atop -r "$1" -P CPU 2>/dev/null | awk -v t="$2" '$1 == "CPU" && $3 > t {n[$3] = 1} END {print length(n)}'
 }
 
-# The flight recorder beside atop 2.8 (`atop -w FILE INTERVAL`) at the same interval, side
-# by side: bytes per sample on disk and CPU per sample, at ~300 and 10,000 processes
-# (RECORD_TASKS); what recording adds to a daemon (the same daemon without --record runs
-# beside it); then `ps --at` into an hour-long file (720 samples at 300 processes).
+# The flight recorder beside atop (`atop -w FILE INTERVAL`) and below 0.9 (`below record
+# --compress --dict-compress-chunk-size 16`, its cgroup_root on this machine's cgroup v2
+# mount), side by side at the same interval: bytes per sample on disk and CPU per sample
+# of each whole recorder (kernstat's daemon samples at that interval too), at ~300
+# processes quiet and with ~20 process starts a second (a shell loop of short
+# commands), and at 10,000 processes (RECORD_TASKS, RECORD_SECS, RECORD_IV). below is
+# `cargo install below` (its BPF needs clang >= 15 first in PATH); BELOW names it. Then
+# `top --at` step time and `ps --at` into an hour's file at 10,000 and 300 processes.
+BELOW=${BELOW:-$(command -v below || echo /root/below/bin/below)}
+recorder_row() { # name bytes cpu_ns samples
+  awk -v n="$1" -v b="$2" -v c="$3" -v s="$4" 'BEGIN {
+    if (s > 0) printf "  %-9s %4d samples, %7.0f bytes and %7.2f ms CPU per sample\n", n, s, b/s, c/s/1e6 }'
+}
 section_record() {
   command -v atop >/dev/null || { echo "== record: atop is not installed (apt-get install atop)"; return; }
-  local secs=${RECORD_SECS:-120} iv=${RECORD_IV:-5} tasks
+  local secs=${RECORD_SECS:-120} iv=${RECORD_IV:-5} tasks load cgroot
+  cgroot=/sys/fs/cgroup; [ -d /sys/fs/cgroup/unified ] && cgroot=/sys/fs/cgroup/unified
   for tasks in ${RECORD_TASKS:-300 10000}; do
-    local f dir ap kp pp t0 t1 a0 a1 k0 k1 p0 p1 as0 as1 ks0 ks1 an kn
-    f=$(fleet "$tasks")
-    dir=$(mktemp -d)
-    echo "== record: kernstat daemon --record vs atop -w, every $iv s for $secs s, $(ls -d /proc/[0-9]* | wc -l) processes"
-    atop -w "$dir/atop.raw" "$iv" >/dev/null 2>&1 &
-    ap=$!
-    $K daemon --socket "$dir/rec/sock" --interval "$iv" --record "$dir/archive" --record-interval "$iv" 2>/dev/null &
-    kp=$!
-    $K daemon --socket "$dir/plain/sock" --interval "$iv" 2>/dev/null &
-    pp=$!
-    sleep $((iv + 2))
-    t0=$(date +%s)
-    a0=$(task_ns $ap); k0=$(task_ns $kp); p0=$(task_ns $pp)
-    as0=$(stat -c %s "$dir/atop.raw"); ks0=$(du -sb "$dir/archive" | cut -f1)
-    sleep "$secs"
-    a1=$(task_ns $ap); k1=$(task_ns $kp); p1=$(task_ns $pp)
-    as1=$(stat -c %s "$dir/atop.raw"); ks1=$(du -sb "$dir/archive" | cut -f1)
-    t1=$(date +%s)
-    kill $ap $kp $pp; wait $ap $kp $pp 2>/dev/null || true
-    an=$(atop_samples_after "$dir/atop.raw" "$t0")
-    kn=$($K dump --archive "$dir/archive" --from "@$t0" --to "@$t1" 2>/dev/null | wc -l)
-    awk -v an="$an" -v kn="$kn" -v as=$((as1 - as0)) -v ks=$((ks1 - ks0)) -v ac=$((a1 - a0)) -v kc=$((k1 - k0)) -v pc=$((p1 - p0)) -v iv="$iv" -v secs="$secs" 'BEGIN {
-      printf "atop:     %d samples, %.0f bytes and %.2f ms CPU per sample\n", an, as/an, ac/an/1e6
-      printf "kernstat: %d samples, %.0f bytes and %.2f ms CPU per sample (daemon with --record; without: %.2f ms, so recording adds %.2f ms = %.4f%% of a core at %d s)\n", kn, ks/kn, kc/kn/1e6, pc/kn/1e6, (kc-pc)/kn/1e6, (kc-pc)/kn/1e9/iv*100, iv
-      printf "ratios: bytes 1/%.1f of atop, CPU 1/%.1f of atop; 7 days at 5 s: %.0f MB\n", (as/an)/(ks/kn), (ac/an)/(kc/kn), ks/kn*120960/1e6 }'
-    stop_fleet "$f"
-    rm -rf "$dir"
+    for load in quiet churn; do
+      [ "$tasks" -gt 1000 ] && [ "$load" = churn ] && continue
+      local f dir ap kp bp cp="" t0 t1 a0 a1 k0 k1 b0 b1 as0 as1 ks0 ks1 bs0 bs1 an kn bn
+      f=$(fleet "$tasks")
+      dir=$(mktemp -d)
+      mkdir -p "$dir/below/store" "$dir/below/log"
+      printf 'log_dir = "%s"\nstore_dir = "%s"\ncgroup_root = "%s"\n' \
+        "$dir/below/log" "$dir/below/store" "$cgroot" >"$dir/below/below.conf"
+      [ "$load" = churn ] && { (while :; do /bin/sleep 0.05; done) & cp=$!; }
+      atop -w "$dir/atop.raw" "$iv" >/dev/null 2>&1 &
+      ap=$!
+      $K daemon --socket "$dir/rec/sock" --interval "$iv" --record "$dir/archive" --record-interval "$iv" 2>/dev/null &
+      kp=$!
+      bp=""
+      if [ -x "$BELOW" ]; then
+        "$BELOW" --config "$dir/below/below.conf" record --compress --dict-compress-chunk-size 16 -i "$iv" >/dev/null 2>&1 &
+        bp=$!
+      fi
+      sleep $((iv * 2 + 2))
+      t0=$(date +%s)
+      a0=$(task_ns $ap); k0=$(task_ns $kp); b0=${bp:+$(task_ns $bp)}
+      as0=$(stat -c %s "$dir/atop.raw"); ks0=$(du -sb "$dir/archive" | cut -f1); bs0=$(du -sb "$dir/below/store" | cut -f1)
+      sleep "$secs"
+      a1=$(task_ns $ap); k1=$(task_ns $kp); b1=${bp:+$(task_ns $bp)}
+      as1=$(stat -c %s "$dir/atop.raw"); ks1=$(du -sb "$dir/archive" | cut -f1); bs1=$(du -sb "$dir/below/store" | cut -f1)
+      t1=$(date +%s)
+      kill $ap $kp $bp $cp 2>/dev/null; wait $ap $kp $bp $cp 2>/dev/null || true
+      an=$(atop_samples_after "$dir/atop.raw" "$t0")
+      kn=$($K dump --archive "$dir/archive" --from "@$t0" --to "@$t1" 2>/dev/null | wc -l)
+      bn=$(( (t1 - t0) / iv ))
+      echo "== record, $load: every $iv s for $secs s, $(ls -d /proc/[0-9]* | wc -l) processes$([ "$load" = churn ] && echo ', ~20 starts a second')"
+      recorder_row atop $((as1 - as0)) $((a1 - a0)) "$an"
+      [ -n "$bp" ] && recorder_row below $((bs1 - bs0)) $((b1 - b0)) "$bn"
+      recorder_row kernstat $((ks1 - ks0)) $((k1 - k0)) "$kn"
+      awk -v an="$an" -v kn="$kn" -v bn="$bn" -v as=$((as1 - as0)) -v ks=$((ks1 - ks0)) -v bs=$((bs1 - bs0)) \
+          -v ac=$((a1 - a0)) -v kc=$((k1 - k0)) -v bc="$([ -n "$bp" ] && echo $((b1 - b0)) || echo 0)" 'BEGIN {
+        k = ks/kn; kc1 = kc/kn
+        printf "  kernstat bytes: 1/%.1f of atop", (as/an)/k
+        if (bc > 0) printf ", 1/%.1f of below", (bs/bn)/k
+        printf "; CPU: 1/%.1f of atop", (ac/an)/kc1
+        if (bc > 0) printf ", 1/%.1f of below", (bc/bn)/kc1
+        printf "; 7 days at 5 s: %.0f MB\n", k*120960/1e6 }'
+      if [ "$tasks" -gt 1000 ]; then
+        local at
+        at=$($K dump --archive "$dir/archive" --format csv 2>/dev/null | awk -F, 'NR > 1 {print $1}' | uniq | tail -2 | head -1)
+        echo "  top --at step at $(ls -d /proc/[0-9]* | wc -l) processes: $($K top --at "$at" --archive "$dir/archive" --bench-steps 10)"
+      fi
+      stop_fleet "$f"
+      rm -rf "$dir"
+    done
   done
   local f dir at
   f=$(fleet 300)
@@ -782,7 +815,7 @@ section_record() {
     s=$(date +%s%N); $K ps --at "$at" --archive "$dir/archive" >/dev/null 2>&1; e=$(date +%s%N)
     echo $(((e - s) / 1000))
   done | median | awk '{printf "ps --at the 700th sample: %.1f ms (a key frame every 60: at most 60 decompressions)\n", $1/1000}'
-  ls -l "$dir/archive"/*.ksr | awk '{printf "file: %d bytes for 720 samples\n", $5}'
+  ls -l "$dir/archive"/*.ksr | awk '{s += $5} END {printf "files: %d bytes for 720 samples\n", s}'
   stop_fleet "$f"
   rm -rf "$dir"
 }

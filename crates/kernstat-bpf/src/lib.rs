@@ -7,15 +7,18 @@
 //! procfs.
 #![deny(missing_docs)]
 
+pub mod biolat;
 pub mod cgroups;
 pub mod exits;
 pub mod kernel;
 pub mod loader;
 pub mod net;
+pub mod oom;
 pub mod ps;
 pub mod runqlat;
 pub mod sampler;
 pub mod stats;
+pub mod trampolines;
 pub mod writes;
 
 /// Generated skeletons (libbpf-cargo); not part of the public API.
@@ -27,6 +30,9 @@ pub mod writes;
     dead_code
 )]
 mod skel {
+    pub mod biolat {
+        include!(concat!(env!("OUT_DIR"), "/biolat.skel.rs"));
+    }
     pub mod sampler {
         include!(concat!(env!("OUT_DIR"), "/sampler.skel.rs"));
     }
@@ -41,6 +47,9 @@ mod skel {
     }
     pub mod cgroups {
         include!(concat!(env!("OUT_DIR"), "/cgroups.skel.rs"));
+    }
+    pub mod oom {
+        include!(concat!(env!("OUT_DIR"), "/oom.skel.rs"));
     }
     pub mod exits {
         include!(concat!(env!("OUT_DIR"), "/exits.skel.rs"));

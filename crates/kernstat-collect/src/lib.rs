@@ -12,6 +12,7 @@
 
 pub mod cgroups;
 pub mod collector;
+pub mod events;
 pub mod net_interval;
 pub mod selfcost;
 pub mod tasks;

@@ -105,6 +105,19 @@ impl<W: Write> OpenMetrics<W> {
     }
 }
 
+/// An operation by the name the recorder gave it.
+fn op_of(name: &str) -> kernstat_model::biolat::BioOp {
+    use kernstat_model::biolat::BioOp;
+    match name {
+        "read" => BioOp::Read,
+        "write" => BioOp::Write,
+        "flush" => BioOp::Flush,
+        "discard" => BioOp::Discard,
+        "write-zeroes" => BioOp::Other(9),
+        other => BioOp::Other(other.trim_start_matches("op").parse().unwrap_or(255)),
+    }
+}
+
 /// " SECONDS.MMM\n": a sample's timestamp as OpenMetrics writes it.
 fn stamp(unix_ns: u64) -> String {
     format!(
@@ -140,11 +153,31 @@ impl<W: Write> Sink for OpenMetrics<W> {
                 }
             })
             .collect();
+        let biolat = hists
+            .biolat
+            .iter()
+            .map(|d| {
+                let hist = Hist::from_slots(&d.slots);
+                kernstat_model::biolat::DiskOp {
+                    disk: d.disk.clone(),
+                    major: 0,
+                    minor: 0,
+                    op: op_of(&d.op),
+                    flags: 0,
+                    count: hist.count(),
+                    hist,
+                    bytes: d.bytes,
+                    errors: d.errors,
+                }
+            })
+            .collect();
         self.exporter.publish(MetricsSample {
             model,
             counters: self.counters.clone(),
             runq: hists.runqlat_us.as_deref().map(Hist::from_slots),
             writes,
+            biolat,
+            kernel: now.kernel.clone(),
             ..MetricsSample::default()
         });
         self.prev_net = Some(now.net);

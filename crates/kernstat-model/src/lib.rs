@@ -7,8 +7,11 @@
 //! and lets the daemon, the bar and `snapshot` share one definition of each metric.
 #![deny(missing_docs)]
 
+pub mod biolat;
 pub mod cgroup;
 pub mod cgroup_tree;
+pub mod counters;
+pub mod events;
 pub mod exits;
 pub mod hist;
 pub mod model;

@@ -278,6 +278,14 @@ pub struct Model {
     /// Control groups over the interval, parents first (where they are read).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cgroups: Vec<crate::cgroup::CgroupRate>,
+    /// Notable kernel events (OOM kills), the most recent last, at most 50: kept across
+    /// updates (whoever watches for them appends).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<crate::events::Event>,
+    /// The kernel's own counters over the interval (faults, reclaim, OOM kills, TCP
+    /// retransmits and connects, disks, softirqs), where the collector reads them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::counters::CounterRates>,
     /// Whether kernel threads are in the top lists.
     pub include_kthreads: bool,
     /// The alert level.
@@ -353,6 +361,7 @@ impl Model {
 
         self.update_procs(prev, cur, dt, opts);
         self.update_net(prev, cur, dt, opts);
+        self.counters = crate::counters::rates(&prev.kernel, &cur.kernel, self.interval_s);
         if cur.cgroups.groups.is_empty() {
             self.cgroups.clear();
         } else {
@@ -392,6 +401,8 @@ impl Model {
             net: self.net.clone(),
             links: self.links.clone(),
             cgroups: Vec::new(),
+            counters: None,
+            events: Vec::new(),
             include_kthreads: self.include_kthreads,
             level: self.level,
             alert: self.alert,

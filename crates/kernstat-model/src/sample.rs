@@ -18,4 +18,7 @@ pub struct RawSample {
     pub net: crate::net::NetSample,
     /// Control groups, where a collector reads them (the daemon, snapshot); empty else.
     pub cgroups: crate::cgroup::CgroupTree,
+    /// The kernel's own counters (faults, reclaim, TCP, disks, softirqs), where a
+    /// collector reads them (the daemon, the recorder); `read` false else.
+    pub kernel: crate::counters::KernelCounters,
 }

@@ -82,8 +82,8 @@ struct Loaded {
     reader: FileReader,
     version: u16,
     heads: Vec<FrameHead>,
-    /// Decompressed payloads kept, by frame index, and their bytes.
-    kept: BTreeMap<usize, Vec<u8>>,
+    /// Frames kept (their bytes, the frame, what they cost), by index, and the cost.
+    kept: BTreeMap<usize, (Vec<u8>, Frame, usize)>,
     kept_bytes: usize,
 }
 
@@ -275,16 +275,24 @@ impl Cursor {
         }
     }
 
-    /// The decompressed payload of frame `j` of the loaded file, given the previous
-    /// frame's (for a delta). None: damaged (said in the warnings). `keep`: keep it for
-    /// later random access (stepping back decodes from the key frame); a forward stream
-    /// keeps nothing, so that its memory does not grow with the range it reads.
-    fn raw_of(&mut self, j: usize, prefix: Option<&[u8]>, keep: bool) -> Option<Vec<u8>> {
+    /// Frame `j` of the loaded file, given the frame before it (the prefix of a delta,
+    /// and its full counters, which a delta stores differences from): the prefix of the
+    /// frame after it, and the full frame. None: damaged (said in the warnings).
+    /// `keep`: keep both for later random access (stepping back then decodes one or two
+    /// frames instead of walking from the key frame); a forward stream keeps nothing, so
+    /// that its memory does not grow with the range it reads.
+    fn frame_at(
+        &mut self,
+        j: usize,
+        before: Option<(&[u8], &Frame)>,
+        keep: bool,
+    ) -> Option<(Vec<u8>, Frame)> {
         let l = self.file.as_mut()?;
-        if let Some(r) = l.kept.get(&j) {
-            return Some(r.clone());
+        if let Some((raw, frame, _)) = l.kept.get(&j) {
+            return Some((raw.clone(), frame.clone()));
         }
         let head = *l.heads.get(j)?;
+        let version = l.version;
         let shown = self.archive.dir.join(&self.files[l.index].name);
         let payload = match l.reader.payload(&head) {
             Ok(Ok(p)) => p,
@@ -301,63 +309,79 @@ impl Cursor {
                 return None;
             }
         };
-        if !head.key && prefix.is_none() {
-            return None;
-        }
-        match codec::decompress(&payload, if head.key { None } else { prefix }, head.raw_len) {
-            Ok(raw) => {
-                if keep && raw.len() <= KEEP_BYTES {
-                    // Room made by dropping those farthest from this one.
-                    while l.kept_bytes + raw.len() > KEEP_BYTES {
-                        let far = *l
-                            .kept
-                            .keys()
-                            .max_by_key(|&&k| k.abs_diff(j))
-                            .expect("not empty");
-                        let dropped = l.kept.remove(&far).expect("present");
-                        l.kept_bytes -= dropped.len();
-                    }
-                    l.kept_bytes += raw.len();
-                    l.kept.insert(j, raw.clone());
-                }
-                Some(raw)
-            }
+        let before = match (head.key, before) {
+            (true, _) => None,
+            (false, Some(b)) => Some(b),
+            // A delta without the frame before it (after damage): not readable.
+            (false, None) => return None,
+        };
+        let raw = match codec::decompress(&payload, before.map(|b| b.0), head.raw_len) {
+            Ok(raw) => raw,
             Err(e) => {
                 self.warn(format!(
                     "{}: the sample at byte {} cannot be decompressed ({e}); skipped",
                     shown.display(),
                     head.offset
                 ));
-                None
+                return None;
             }
-        }
-    }
-
-    fn decode(&mut self, raw: &[u8]) -> Option<Frame> {
-        let l = self.file.as_ref()?;
-        let shown = self.archive.dir.join(&self.files[l.index].name);
-        let parsed = if l.version == 1 {
-            crate::v1::decode(raw)
-        } else {
-            postcard::from_bytes::<Frame>(raw).map_err(|e| e.to_string())
         };
-        match parsed {
-            Ok(mut f) => {
-                f.sanitize();
-                Some(f)
+        let parsed = if version == 1 {
+            crate::v1::decode(&raw)
+        } else {
+            postcard::from_bytes::<Frame>(&raw).map_err(|e| e.to_string())
+        };
+        let parsed = parsed.map(|mut f| {
+            if version >= 2 {
+                crate::delta::unpack_ended(&mut f);
             }
-            Err(e) => {
+            f
+        });
+        let mut frame = match (parsed, before) {
+            (Ok(f), Some((_, b))) if version >= 2 => crate::delta::decode(f, b),
+            (Ok(f), _) => f,
+            (Err(e), _) => {
                 self.warn(format!(
                     "{}: a sample does not parse ({e}); skipped",
                     shown.display()
                 ));
-                None
+                return None;
+            }
+        };
+        // The next delta's prefix, as the writer made it: after a key frame of format 2,
+        // the key frame's differences from itself (taken before cleaning the text, as
+        // the writer had it).
+        let raw = if head.key && version >= 2 {
+            crate::delta::template(&frame)
+        } else {
+            raw
+        };
+        frame.sanitize();
+        if keep {
+            // What a kept frame costs: its bytes, and its decoded form (about twice).
+            let cost = raw.len() * 3;
+            let l = self.file.as_mut().expect("loaded");
+            if cost <= KEEP_BYTES {
+                // Room made by dropping those farthest from this one.
+                while l.kept_bytes + cost > KEEP_BYTES {
+                    let far = *l
+                        .kept
+                        .keys()
+                        .max_by_key(|&&k| k.abs_diff(j))
+                        .expect("not empty");
+                    let dropped = l.kept.remove(&far).expect("present");
+                    l.kept_bytes -= dropped.2;
+                }
+                l.kept_bytes += cost;
+                l.kept.insert(j, (raw.clone(), frame.clone(), cost));
             }
         }
+        Some((raw, frame))
     }
 
-    /// Stands on frame `j` of file `index`, decoding from the key frame before it; the
-    /// frame before it becomes `before` when it decodes too. False: not readable.
+    /// Stands on frame `j` of file `index`, decoding from the key frame before it (or
+    /// the nearest frame kept); the frame before it becomes `before` when it decodes
+    /// too. False: not readable.
     fn stand(&mut self, index: usize, j: usize) -> bool {
         if self.load(index).is_none() {
             return false;
@@ -367,7 +391,7 @@ impl Cursor {
             return false;
         }
         // From the key frame of the frame before (its `before`), or of this one; or from
-        // the latest payload kept between it and the frame before.
+        // the latest frame kept between it and the frame before.
         let key_of = |x: usize| heads[..=x].iter().rposition(|h| h.key).unwrap_or(0);
         let mut start = if j > 0 { key_of(j - 1) } else { j };
         if j > 0 {
@@ -382,29 +406,38 @@ impl Cursor {
                 start = k;
             }
         }
-        let mut prev_raw: Option<Vec<u8>> = None;
-        let mut prev_frame: Option<Frame> = None;
+        let mut prev: Option<(Vec<u8>, Frame)> = None;
         for k in start..=j {
-            let raw = self.raw_of(k, prev_raw.as_deref(), true);
-            if k + 1 == j {
-                // Decoded only to give the frame asked for its `before`.
-                prev_frame = raw.as_deref().and_then(|r| self.decode(r));
-            }
+            let got = self.frame_at(k, prev.as_ref().map(|(r, f)| (r.as_slice(), f)), true);
             if k == j {
-                let Some(frame) = raw.as_deref().and_then(|r| self.decode(r)) else {
+                let Some((raw, frame)) = got else {
                     return false;
                 };
-                self.before = prev_frame
-                    .take()
-                    .or_else(|| self.before_from_earlier(index, j));
+                self.before = match prev.take() {
+                    Some((_, f)) if j > 0 => Some(f),
+                    _ => self.before_from_earlier(index, j),
+                };
                 self.cur = Some(frame);
-                self.raw = raw;
+                self.raw = Some(raw);
                 self.pos = Some((index, j));
                 return true;
             }
-            prev_raw = raw;
+            prev = got;
         }
         false
+    }
+
+    /// The last frame of file `index` (decoded from its last key frame), or None.
+    fn last_of(&mut self, index: usize) -> Option<Frame> {
+        self.load(index)?;
+        let heads = self.file.as_ref().expect("loaded").heads.clone();
+        let key = heads.iter().rposition(|h| h.key)?;
+        let mut prev: Option<(Vec<u8>, Frame)> = None;
+        for k in key..heads.len() {
+            prev = self.frame_at(k, prev.as_ref().map(|(r, f)| (r.as_slice(), f)), false);
+            prev.as_ref()?;
+        }
+        prev.map(|(_, f)| f)
     }
 
     /// For the first frame of a file: the last frame of the file before, when it is the
@@ -414,26 +447,7 @@ impl Cursor {
             return None;
         }
         let saved = self.file.take();
-        let mut earlier = None;
-        if self.load(index - 1).is_some() {
-            let n = self.file.as_ref().map_or(0, |l| l.heads.len());
-            if n > 0 {
-                let key = self
-                    .file
-                    .as_ref()
-                    .expect("loaded")
-                    .heads
-                    .iter()
-                    .rposition(|h| h.key);
-                if let Some(key) = key {
-                    let mut prev: Option<Vec<u8>> = None;
-                    for k in key..n {
-                        prev = self.raw_of(k, prev.as_deref(), false);
-                    }
-                    earlier = prev.as_deref().and_then(|r| self.decode(r));
-                }
-            }
-        }
+        let earlier = self.last_of(index - 1);
         self.file = saved;
         earlier
     }
@@ -450,23 +464,28 @@ impl Cursor {
             .map(|l| l.heads.len());
         if let Some(n) = n {
             if j + 1 < n {
-                let prefix = self.raw.take();
-                let raw = self.raw_of(j + 1, prefix.as_deref(), false);
-                match raw.as_deref().and_then(|r| self.decode(r)) {
-                    Some(frame) => {
-                        self.before = self.cur.take();
+                let raw = self.raw.take();
+                let cur = self.cur.take();
+                let before = raw.as_deref().zip(cur.as_ref());
+                match self.frame_at(j + 1, before, false) {
+                    Some((raw, frame)) => {
+                        self.before = cur;
                         self.cur = Some(frame);
-                        self.raw = raw;
+                        self.raw = Some(raw);
                         self.pos = Some((i, j + 1));
                         return true;
                     }
                     None => {
-                        self.raw = prefix;
+                        self.raw = raw;
+                        self.cur = cur;
                         // Damaged: on to the next key frame in this file, else the next file.
                         let heads = self.file.as_ref().expect("loaded").heads.clone();
                         if let Some(k) = (j + 2..heads.len()).find(|&k| heads[k].key) {
-                            self.before = None;
-                            return self.stand(i, k);
+                            let standing = self.stand(i, k);
+                            if standing {
+                                self.before = None;
+                            }
+                            return standing;
                         }
                     }
                 }
@@ -478,11 +497,10 @@ impl Cursor {
             }
             // The next file starts with a key frame; its interval starts at the frame
             // the cursor stands on (when that decoded).
-            let raw = self.raw_of(0, None, false);
-            if let Some(frame) = raw.as_deref().and_then(|r| self.decode(r)) {
+            if let Some((raw, frame)) = self.frame_at(0, None, false) {
                 self.before = self.cur.take();
                 self.cur = Some(frame);
-                self.raw = raw;
+                self.raw = Some(raw);
                 self.pos = Some((k, 0));
                 return true;
             }

@@ -242,14 +242,25 @@ impl FrameBuilder {
                 s.cpu_ns += e.cpu_ns;
                 continue;
             }
+            // A process no frame saw alive is matched with nothing by its start time:
+            // its start and exit are kept to the millisecond (what people read; it
+            // halves what a frame of short-lived processes takes, crate::delta).
+            let ms = |ns: u64| {
+                if known.is_some() {
+                    ns
+                } else {
+                    ns / 1_000_000 * 1_000_000
+                }
+            };
+            let (start_ns, exit_ns) = (ms(e.start_ns), ms(e.exit_ns));
             let cmd = known.map(|k| k.cmd).unwrap_or_default();
             let net = net_of(e.pid);
             ended.push(Ended {
                 pid: e.pid,
                 ppid: e.ppid,
                 uid: e.uid,
-                start_ns: e.start_ns,
-                exit_ns: e.exit_ns,
+                start_ns,
+                exit_ns,
                 cpu_ns: e.cpu_ns,
                 read_bytes: e.read_bytes,
                 write_bytes: e.write_bytes,
@@ -299,7 +310,25 @@ impl FrameBuilder {
                     tx: [l.tx_bytes, l.tx_packets, l.tx_errors, l.tx_dropped],
                 })
                 .collect(),
-            disks: Vec::new(),
+            disks: raw
+                .kernel
+                .disks
+                .iter()
+                .map(|d| crate::frame::Disk {
+                    name: d.name.clone(),
+                    major: d.major,
+                    minor: d.minor,
+                    reads: d.reads,
+                    writes: d.writes,
+                    read_sectors: d.read_sectors,
+                    write_sectors: d.write_sectors,
+                    read_ms: d.read_ms,
+                    write_ms: d.write_ms,
+                    io_ms: d.io_ms,
+                    queue_ms: d.queue_ms,
+                    in_flight: d.in_flight,
+                })
+                .collect(),
             hists: inputs.hists,
             events: Vec::new(),
             v1_cpu_percent: None,
@@ -355,8 +384,22 @@ pub fn machine(raw: &RawSample) -> Machine {
         running: raw.tasks.running,
         blocked: raw.tasks.blocked,
         socket_bytes: None,
-        vm: Default::default(),
-        tcp: Default::default(),
+        counters: raw.kernel.read,
+        softirqs: raw.kernel.softirqs,
+        vm: crate::frame::Vm {
+            pgfault: raw.kernel.pgfault,
+            pgmajfault: raw.kernel.pgmajfault,
+            pgscan: raw.kernel.pgscan,
+            pgsteal: raw.kernel.pgsteal,
+            pgscan_direct: raw.kernel.pgscan_direct,
+            oom_kill: raw.kernel.oom_kill,
+        },
+        tcp: crate::frame::Tcp {
+            out_segs: raw.kernel.tcp_out_segs,
+            retrans_segs: raw.kernel.tcp_retrans_segs,
+            active_opens: raw.kernel.tcp_active_opens,
+            attempt_fails: raw.kernel.tcp_attempt_fails,
+        },
         hw: Hardware {
             temp_c: s.hw.temp_c,
             cpu_freq_mhz: s.hw.cpu_freq_mhz,

@@ -146,6 +146,10 @@ pub struct Machine {
     /// Socket payload bytes of all processes (ended ones included), [received, sent] by
     /// kind (tcp, udp, unix, other); None: not counted here.
     pub socket_bytes: Option<[[u64; 4]; 2]>,
+    /// The kernel counters below (vm, tcp, softirqs, the frame's disks) were read.
+    pub counters: bool,
+    /// Softirqs run, by kind (kernstat-model's counters::SOFTIRQS), summed over CPUs.
+    pub softirqs: [u64; 10],
     /// /proc/vmstat counters.
     pub vm: Vm,
     /// TCP counters (/proc/net/snmp and netstat).
@@ -206,6 +210,8 @@ pub struct Vm {
     pub pgscan: u64,
     /// Pages reclaimed.
     pub pgsteal: u64,
+    /// Pages scanned in direct reclaim.
+    pub pgscan_direct: u64,
     /// Processes the OOM killer killed.
     pub oom_kill: u64,
 }
@@ -501,8 +507,8 @@ pub struct DiskLatency {
 pub enum Event {
     /// The OOM killer killed a process.
     OomKill {
-        /// When, CLOCK_BOOTTIME ns.
-        at_ns: u64,
+        /// When, ns since the Unix epoch.
+        time_unix_ns: u64,
         /// The victim.
         pid: u32,
         /// Its command name.
@@ -510,12 +516,73 @@ pub enum Event {
         /// Its uid.
         uid: u32,
         /// Its resident memory at the kill, bytes.
-        rss_bytes: u64,
+        rss_bytes: Option<u64>,
         /// Its oom_score_adj.
-        oom_score_adj: i32,
-        /// The group whose limit fired ("" for the machine's).
-        cgroup: String,
+        oom_score_adj: Option<i32>,
+        /// Its memory control group.
+        group: String,
+        /// The group whose limit fired, or "system".
+        limit: String,
+        /// The task that invoked the killer, and its command name.
+        killer_pid: u32,
+        /// See `killer_pid`.
+        killer_comm: String,
+        /// The biggest growers in the limit's group over the minute before: (pid,
+        /// command, growth in bytes).
+        growers: Vec<(u32, String, i64)>,
     },
+}
+
+impl Event {
+    /// From the model's event.
+    pub fn of(e: &kernstat_model::events::Event) -> Event {
+        match e {
+            kernstat_model::events::Event::OomKill(k) => Event::OomKill {
+                time_unix_ns: k.time_unix_ns,
+                pid: k.pid,
+                comm: k.comm.clone(),
+                uid: k.uid,
+                rss_bytes: k.rss_bytes,
+                oom_score_adj: k.oom_score_adj,
+                group: k.group.clone(),
+                limit: k.limit.clone(),
+                killer_pid: k.killer_pid,
+                killer_comm: k.killer_comm.clone(),
+                growers: k.growers.clone(),
+            },
+        }
+    }
+
+    /// As the model's event.
+    pub fn to_model(&self) -> kernstat_model::events::Event {
+        match self {
+            Event::OomKill {
+                time_unix_ns,
+                pid,
+                comm,
+                uid,
+                rss_bytes,
+                oom_score_adj,
+                group,
+                limit,
+                killer_pid,
+                killer_comm,
+                growers,
+            } => kernstat_model::events::Event::OomKill(kernstat_model::events::OomKill {
+                time_unix_ns: *time_unix_ns,
+                pid: *pid,
+                comm: comm.clone(),
+                uid: *uid,
+                rss_bytes: *rss_bytes,
+                oom_score_adj: *oom_score_adj,
+                group: group.clone(),
+                limit: limit.clone(),
+                killer_pid: *killer_pid,
+                killer_comm: killer_comm.clone(),
+                growers: growers.clone(),
+            }),
+        }
+    }
 }
 
 impl kernstat_model::rates::ProcessCounters for Proc {
@@ -616,9 +683,21 @@ impl Frame {
         }
         for ev in &mut self.events {
             match ev {
-                Event::OomKill { comm, cgroup, .. } => {
+                Event::OomKill {
+                    comm,
+                    group,
+                    limit,
+                    killer_comm,
+                    growers,
+                    ..
+                } => {
                     clean(comm);
-                    clean(cgroup);
+                    clean(group);
+                    clean(limit);
+                    clean(killer_comm);
+                    for g in growers.iter_mut() {
+                        clean(&mut g.1);
+                    }
                 }
             }
         }

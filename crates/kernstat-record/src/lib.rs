@@ -19,6 +19,7 @@
 pub mod archive;
 pub mod build;
 pub mod codec;
+pub mod delta;
 pub mod frame;
 pub mod locate;
 pub mod names;

@@ -160,6 +160,38 @@ pub fn raw_sample(f: &Frame) -> RawSample {
             taken_ns: m.mono_ns,
             groups: f.groups.iter().map(group_sample).collect(),
         },
+        kernel: kernstat_model::counters::KernelCounters {
+            read: m.counters,
+            softirqs: m.softirqs,
+            pgfault: m.vm.pgfault,
+            pgmajfault: m.vm.pgmajfault,
+            pgscan: m.vm.pgscan,
+            pgsteal: m.vm.pgsteal,
+            pgscan_direct: m.vm.pgscan_direct,
+            oom_kill: m.vm.oom_kill,
+            tcp_out_segs: m.tcp.out_segs,
+            tcp_retrans_segs: m.tcp.retrans_segs,
+            tcp_active_opens: m.tcp.active_opens,
+            tcp_attempt_fails: m.tcp.attempt_fails,
+            disks: f
+                .disks
+                .iter()
+                .map(|d| kernstat_model::counters::DiskStat {
+                    name: d.name.clone(),
+                    major: d.major,
+                    minor: d.minor,
+                    reads: d.reads,
+                    writes: d.writes,
+                    read_sectors: d.read_sectors,
+                    write_sectors: d.write_sectors,
+                    read_ms: d.read_ms,
+                    write_ms: d.write_ms,
+                    io_ms: d.io_ms,
+                    queue_ms: d.queue_ms,
+                    in_flight: d.in_flight,
+                })
+                .collect(),
+        },
     }
 }
 

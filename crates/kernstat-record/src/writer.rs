@@ -92,8 +92,11 @@ pub struct Writer {
     file_mode: u32,
     /// The open file, its place and its length after the last whole frame.
     file: Option<(File, Place, u64)>,
-    /// The previous sample's encoded bytes (the next delta's prefix); None: a key next.
+    /// The previous sample's encoded bytes (the next delta's prefix) and the sample
+    /// itself (its counters are what the next delta stores differences from); None: a
+    /// key next.
     prev: Option<Vec<u8>>,
+    prev_frame: Option<Frame>,
     since_key: u32,
     /// Bytes of the archive's files.
     total_bytes: u64,
@@ -147,6 +150,7 @@ impl Writer {
             file_mode,
             file: None,
             prev: None,
+            prev_frame: None,
             since_key: 0,
             total_bytes: 0,
             notes: Vec::new(),
@@ -296,7 +300,13 @@ impl Writer {
             self.file = None;
             self.open_file(place)?;
         }
-        let raw = postcard::to_stdvec(frame).map_err(io::Error::other)?;
+        let key = self.prev.is_none() || self.since_key + 1 >= KEY_EVERY;
+        let mut written = match (&self.prev_frame, key) {
+            (Some(before), false) => crate::delta::encode(frame, before),
+            _ => frame.clone(),
+        };
+        crate::delta::pack_ended(&mut written);
+        let raw = postcard::to_stdvec(&written).map_err(io::Error::other)?;
         if raw.len() > codec::MAX_FRAME as usize {
             return Err(io::Error::other(format!(
                 "a sample of {} bytes is over the largest one written ({})",
@@ -304,7 +314,6 @@ impl Writer {
                 codec::MAX_FRAME
             )));
         }
-        let key = self.prev.is_none() || self.since_key + 1 >= KEY_EVERY;
         let payload = codec::compress(&raw, if key { None } else { self.prev.as_deref() })?;
         let mut head = FrameHead {
             offset: 0,
@@ -332,7 +341,15 @@ impl Writer {
         *end += bytes;
         self.total_bytes += bytes;
         self.since_key = if key { 0 } else { self.since_key + 1 };
-        self.prev = Some(raw);
+        // The next delta's prefix: this frame's bytes; after a key frame, the bytes of
+        // the key frame's differences from itself (every counter zero), which is what
+        // an idle process's record in the next delta looks like (crate::delta).
+        self.prev = Some(if key {
+            crate::delta::template(frame)
+        } else {
+            raw
+        });
+        self.prev_frame = Some(frame.clone());
         let (deleted, over_budget) = match self.prune(frame.time_unix_ns) {
             Ok(r) => r,
             Err(e) => {

@@ -106,15 +106,7 @@ pub fn run(opts: &DaemonOptions) -> anyhow::Result<i32> {
         include_kthreads: args.kthreads,
         ..ModelOptions::default()
     };
-    let result = sample_loop(
-        &mut opened.collector,
-        &daemon,
-        opened.metrics.as_mut(),
-        opened.recorder.as_mut(),
-        &rx,
-        args.interval,
-        &opts,
-    );
+    let result = sample_loop(&mut opened, &daemon, &rx, args.interval, &opts);
     serving.stop();
     if plan.switch_to.is_none() {
         if let Err(e) = std::fs::remove_file(&plan.socket) {
@@ -141,6 +133,8 @@ struct Opened {
     snapshot: Option<(kernstat_shm::Writer, bool)>,
     /// The flight recorder (--record).
     recorder: Option<recording::Recorder>,
+    /// OOM kills (BPF; it fires only when the kernel kills).
+    oom: Option<kernstat_collect::events::OomWatcher>,
 }
 
 impl Opened {
@@ -192,6 +186,7 @@ impl Opened {
             Some(args.cgroup_depth),
             args.cgroup_max,
         );
+        collector.with_counters(&args.collect.roots);
         // Kernel histograms and BPF statistics for /metrics: loaded while privileged.
         let metrics = match metrics_listener {
             Some(_) => Some(MetricsSources::open(
@@ -237,6 +232,11 @@ impl Opened {
             listener: Some(listener),
             snapshot: make_snapshot(args, plan),
             recorder,
+            oom: if args.collect.no_bpf {
+                None
+            } else {
+                kernstat_collect::events::OomWatcher::open().ok()
+            },
         }))
     }
 }
@@ -491,14 +491,16 @@ fn say_listening(args: &DaemonOptions, plan: &DaemonOptions, opened: &Opened, dr
 
 /// Samples on a fixed grid (and on refresh requests) until told to stop.
 fn sample_loop(
-    collector: &mut kernstat_collect::Collector,
+    opened: &mut Opened,
     daemon: &Daemon,
-    mut metrics: Option<&mut MetricsSources>,
-    mut recorder: Option<&mut recording::Recorder>,
     rx: &mpsc::Receiver<Msg>,
     interval: Duration,
     opts: &ModelOptions,
 ) -> anyhow::Result<()> {
+    let collector = &mut opened.collector;
+    let mut metrics = opened.metrics.as_mut();
+    let mut recorder = opened.recorder.as_mut();
+    let mut oom = opened.oom.as_mut();
     let mut prev = RawSample::default();
     let mut cur = RawSample::default();
     let mut model = Model::default();
@@ -540,6 +542,19 @@ fn sample_loop(
             failing = false;
         }
         model.update(&prev, &cur, opts);
+        if let Some(w) = oom.as_deref_mut() {
+            w.remember(model.procs.iter().map(|p| (p.pid, p.comm, p.rss_bytes)));
+            let events = w.poll();
+            if let Some(r) = recorder.as_deref_mut() {
+                r.note_events(&events);
+            }
+            for e in events {
+                eprintln!("kernstat daemon: {}", e.line());
+                model.events.push(e);
+            }
+            let excess = model.events.len().saturating_sub(50);
+            model.events.drain(..excess);
+        }
         let sample_us = t0.elapsed().as_secs_f64() * 1e6;
         daemon.publish_system(&model, sample_us);
         if let Some(m) = metrics.as_deref_mut() {

@@ -36,6 +36,8 @@ pub struct MetricsOptions {
     pub runqlat: bool,
     /// Load the write-size histograms.
     pub writes: bool,
+    /// Load the block I/O latency histograms.
+    pub biolat: bool,
     /// Switch the kernel's BPF run-time statistics on.
     pub bpf_stats: bool,
 }
@@ -45,6 +47,10 @@ pub struct MetricsSources {
     exporter: Arc<Exporter>,
     runq: Option<Runqlat>,
     writes: Option<Writes>,
+    bio: Option<kernstat_bpf::biolat::Biolat>,
+    block_names: kernstat_sources::block::BlockNames,
+    /// Block I/O latency per device and operation at the last publish (cumulative).
+    last_bio: Vec<kernstat_model::biolat::DiskOp>,
     write_deltas: Deltas,
     write_totals: BTreeMap<(Syscall, FileKind), ([u64; SIZE_SLOTS], u64)>,
     counters: Counters,
@@ -81,7 +87,16 @@ impl MetricsSources {
         } else {
             None
         };
-        let any_bpf = collector.sampler().is_some() || runq.is_some() || writes.is_some();
+        let bio = if args.biolat {
+            Some(
+                kernstat_bpf::biolat::Biolat::load(&kernstat_bpf::biolat::Config::default())
+                    .context("--collect biolat")?,
+            )
+        } else {
+            None
+        };
+        let any_bpf =
+            collector.sampler().is_some() || runq.is_some() || writes.is_some() || bio.is_some();
         let stats = if any_bpf && args.bpf_stats {
             match RunTimeStats::enable() {
                 Ok(s) => Some(s),
@@ -110,6 +125,9 @@ impl MetricsSources {
             },
             runq,
             writes,
+            bio,
+            block_names: Default::default(),
+            last_bio: Vec::new(),
             write_deltas: Deltas::default(),
             write_totals: BTreeMap::new(),
             counters: Counters::default(),
@@ -141,6 +159,11 @@ impl MetricsSources {
         if let Some(r) = &self.runq {
             for (name, fd) in r.programs() {
                 fds.push(("runqlat", name.to_string(), fd));
+            }
+        }
+        if let Some(b) = &self.bio {
+            for (name, fd) in b.programs() {
+                fds.push(("biolat", name.to_string(), fd));
             }
         }
         let write_progs = self
@@ -218,6 +241,12 @@ impl MetricsSources {
             _ => (None, Vec::new()),
         };
         self.last_runq = runq.as_ref().map(|h| h.slots.clone());
+        if let Some(b) = &self.bio {
+            let names = &mut self.block_names;
+            if let Ok(now) = b.read(&mut |ma, mi| names.name(ma, mi)) {
+                self.last_bio = now;
+            }
+        }
         let writes = self
             .write_totals
             .iter()
@@ -237,6 +266,8 @@ impl MetricsSources {
             runq,
             runq_per_cpu,
             writes,
+            biolat: self.last_bio.clone(),
+            kernel: cur.kernel.clone(),
             self_cpu_ns: kernstat_os::process_cpu_ns(),
             self_rss_bytes: self_rss_bytes(),
             programs: self.programs(collector),
@@ -258,8 +289,8 @@ impl MetricsSources {
 
 impl MetricsSources {
     /// What the flight recorder keeps of the kernel histograms (--collect), as of the
-    /// last publish: the run-queue histogram and the write sizes, both since start.
-    pub fn recorded(&self) -> (Option<Vec<u64>>, Vec<kernstat_record::frame::WriteSizes>) {
+    /// last publish: all cumulative since start.
+    pub fn recorded(&self) -> kernstat_record::frame::Hists {
         let writes = self
             .write_totals
             .iter()
@@ -272,7 +303,23 @@ impl MetricsSources {
                 },
             )
             .collect();
-        (self.last_runq.clone(), writes)
+        let biolat = self
+            .last_bio
+            .iter()
+            .map(|d| kernstat_record::frame::DiskLatency {
+                disk: d.disk.clone(),
+                op: d.op.name(),
+                slots: d.hist.slots.clone(),
+                bytes: d.bytes,
+                errors: d.errors,
+            })
+            .collect();
+        kernstat_record::frame::Hists {
+            runqlat_us: self.last_runq.clone(),
+            writes,
+            biolat,
+            connect_us: None,
+        }
     }
 }
 

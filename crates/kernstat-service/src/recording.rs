@@ -19,7 +19,6 @@ use anyhow::Context;
 use kernstat_bpf::exits::Exits;
 use kernstat_model::RawSample;
 use kernstat_record::build::{Bounds, FrameBuilder, Inputs};
-use kernstat_record::frame::Hists;
 use kernstat_record::{Retention, Writer};
 use kernstat_sources::Want;
 
@@ -96,6 +95,8 @@ pub struct Recorder {
     /// Group paths by id, for processes in groups deeper than the daemon reads.
     paths: Option<(kernstat_sources::cgroup::CgroupPaths, Instant)>,
     state: RecorderState,
+    /// Kernel events since the last frame (recorded with the next).
+    events: Vec<kernstat_model::events::Event>,
 }
 
 const WANT: Want = Want {
@@ -167,6 +168,7 @@ impl Recorder {
             paused: false,
             paths: None,
             state,
+            events: Vec::new(),
         })
     }
 
@@ -178,6 +180,14 @@ impl Recorder {
     /// What it has done so far.
     pub fn state(&self) -> &RecorderState {
         &self.state
+    }
+
+    /// Kernel events to record with the next frame.
+    pub fn note_events(&mut self, events: &[kernstat_model::events::Event]) {
+        self.events.extend_from_slice(events);
+        // Bounded while recording is paused or failing (a storm of kills).
+        let excess = self.events.len().saturating_sub(1000);
+        self.events.drain(..excess);
     }
 
     /// Records one frame from the daemon's latest raw sample (and the kernel histograms
@@ -253,8 +263,8 @@ impl Recorder {
             None => None,
         };
         let lost_now = self.exits.as_ref().map_or(0, |e| e.lost());
-        let (runqlat_us, writes) = metrics.map(|m| m.recorded()).unwrap_or_default();
-        let frame = self.builder.build(
+        let hists = metrics.map(|m| m.recorded()).unwrap_or_default();
+        let mut frame = self.builder.build(
             Inputs {
                 time_unix_ns,
                 boot_ns,
@@ -262,16 +272,18 @@ impl Recorder {
                 tasks: &rows,
                 ended,
                 ended_lost: lost_now - self.exits_lost,
-                hists: Hists {
-                    runqlat_us,
-                    writes,
-                    ..Hists::default()
-                },
+                hists,
             },
             tasks::read_command_line,
         );
         self.exits_lost = lost_now;
+        frame.events = self
+            .events
+            .iter()
+            .map(kernstat_record::frame::Event::of)
+            .collect();
         let appended = self.writer.append(&frame)?;
+        self.events.clear();
         self.state.frames += 1;
         self.state.bytes = self.writer.total_bytes();
         self.state.last_unix_ns = Some(time_unix_ns);

@@ -6,7 +6,9 @@
 //! sample, no text turned into `String`s.
 #![deny(missing_docs)]
 
+pub mod block;
 pub mod cgroup;
+pub mod counters;
 pub mod file;
 pub mod net;
 pub mod procs;

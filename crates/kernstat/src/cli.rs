@@ -58,6 +58,12 @@ pub enum Command {
     /// Run-queue latency histograms (libbpf-tools runqlat's flags, plus -C, --csv,
     /// --json, --plot).
     Runqlat(RunqlatArgs),
+    /// Block I/O latency histograms per disk and operation (libbpf-tools biolatency's
+    /// flags, plus --json).
+    Biolat(BiolatArgs),
+    /// Notable kernel events (OOM kills: the victim, its group, the limit that fired,
+    /// the biggest growers): the daemon's recent list, then each new one.
+    Events(EventsArgs),
     /// Write-size (or read-size) histograms per process, and a small-write verdict.
     Writes(WritesArgs),
     /// One sampler and cache serving bars, prompts and scripts over a Unix socket.
@@ -437,6 +443,11 @@ pub struct TopArgs {
     /// On exit, print per-refresh counts (allocations, CPU) and peak RSS as JSON on stderr.
     #[arg(long, hide = true)]
     pub report: bool,
+    /// With --at: time N steps back then N forward (the cursor, the rate engine and the
+    /// view's rows: what a t or T costs before drawing) and print
+    /// {"n","processes","step_ms_p50","step_ms_max"} as JSON; no terminal needed.
+    #[arg(long, value_name = "N", requires = "at", hide = true)]
+    pub bench_steps: Option<u32>,
     /// CPU temperature sensor: auto, off, zone:TYPE, hwmon:NAME[:LABEL], or a file path.
     #[arg(long, default_value = "auto", value_parser = parse_temp)]
     pub temp: TempSource,
@@ -546,6 +557,58 @@ pub struct RunqlatArgs {
     /// At the end, draw the percentiles over time and the distribution (.png or .svg).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+    /// Attach raw tracepoints even where tp_btf works (tests the fallback).
+    #[arg(long)]
+    pub raw_tp: bool,
+    /// Seconds per interval (default: one interval, until Ctrl-C).
+    pub interval: Option<u64>,
+    /// Number of intervals (default: until Ctrl-C).
+    pub count: Option<u64>,
+}
+
+/// `kernstat events`.
+#[derive(Clone, Debug, Args)]
+pub struct EventsArgs {
+    /// One JSON object per event (NDJSON).
+    #[arg(long)]
+    pub json: bool,
+    /// Only the recent list (from the daemon), then exit.
+    #[arg(long)]
+    pub recent: bool,
+    /// Where the daemon is.
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+/// `kernstat biolat`.
+#[derive(Clone, Debug, Args)]
+pub struct BiolatArgs {
+    /// Print a timestamp before each interval.
+    #[arg(short = 'T', long)]
+    pub timestamp: bool,
+    /// Milliseconds instead of microseconds.
+    #[arg(short = 'm', long)]
+    pub milliseconds: bool,
+    /// A histogram per disk and operation.
+    #[arg(short = 'D', long = "disk-split")]
+    pub per_disk: bool,
+    /// A histogram per request flags (sync, fua, preflush, ...) and operation.
+    #[arg(short = 'F', long = "flags")]
+    pub flags: bool,
+    /// From the request's making (time queued included), not its issue to the device.
+    #[arg(short = 'Q', long)]
+    pub queued: bool,
+    /// Only this disk (sda, nvme0n1, loop3).
+    #[arg(short = 'd', long, value_name = "DISK")]
+    pub disk: Option<String>,
+    /// Stamp requests at issue in a hash (libbpf-tools' form: two hooks) instead of
+    /// reading the request's own stamp at completion (one hook).
+    #[arg(long)]
+    pub pair: bool,
+    /// One JSON object per interval: per disk and operation, count, bytes, errors,
+    /// percentiles and buckets.
+    #[arg(long)]
+    pub json: bool,
     /// Attach raw tracepoints even where tp_btf works (tests the fallback).
     #[arg(long)]
     pub raw_tp: bool,
@@ -677,6 +740,8 @@ pub enum Collect {
     Runqlat,
     /// Write sizes per system call and kind of file.
     Writes,
+    /// Block I/O latency per device and operation.
+    Biolat,
 }
 
 /// Where to find the daemon.

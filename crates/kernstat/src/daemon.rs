@@ -63,6 +63,7 @@ fn options(args: &DaemonArgs) -> anyhow::Result<DaemonOptions> {
         top_given: args.metrics_top != 10,
         runqlat: args.collect.contains(&Collect::Runqlat),
         writes: args.collect.contains(&Collect::Writes),
+        biolat: args.collect.contains(&Collect::Biolat),
         bpf_stats: !args.no_bpf_stats,
     });
     let record = match &args.record {

@@ -48,7 +48,7 @@ fn lockdown() -> Option<String> {
 /// the collector's fallback would mount tracefs, and doctor then reported "tracefs: no"
 /// on a freshly booted machine while mounting it).
 fn trampolines() -> Option<Result<(), String>> {
-    match kernstat_bpf::kernel::trampolines() {
+    match kernstat_bpf::trampolines::available() {
         Ok(()) => Some(Ok(())),
         Err(e) => Some(Err(format!(
             "the kernel refused the fexit attach (BPF trampolines unavailable): {e}"

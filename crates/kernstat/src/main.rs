@@ -7,12 +7,14 @@
 
 mod autostart;
 mod bar;
+mod biolat;
 mod cgroups;
 mod cli;
 mod client;
 mod daemon;
 mod docs;
 mod doctor;
+mod events;
 mod format;
 mod init;
 mod instance;
@@ -55,6 +57,8 @@ fn main() {
         cli::Command::Dump(a) => replay::dump(a),
         cli::Command::Top(a) => top::run(a),
         cli::Command::Runqlat(a) => runqlat::run(a),
+        cli::Command::Biolat(a) => biolat::run(a),
+        cli::Command::Events(a) => events::run(a),
         cli::Command::Writes(a) => writes::run(a),
         cli::Command::Daemon(a) => daemon::run(a),
         cli::Command::Get(a) => Ok(client::get(a)),

@@ -23,14 +23,14 @@ use crate::cli::RunqlatArgs;
 use crate::interval::Ticker;
 use crate::signals::Signals;
 
-fn epoch_s() -> f64 {
+pub(crate) fn epoch_s() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
 }
 
-fn clock() -> String {
+pub(crate) fn clock() -> String {
     let now = epoch_s() as i64;
     // SAFETY: localtime_r writes into the tm we pass.
     let tm = unsafe {

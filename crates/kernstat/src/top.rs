@@ -24,7 +24,11 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            Some(Replay::new(cursor, off))
+            let replay = Replay::new(cursor, off);
+            if let Some(n) = args.bench_steps {
+                return bench_steps(replay, n);
+            }
+            Some(replay)
         }
         None => None,
     };
@@ -43,4 +47,36 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         report: args.report,
         replay,
     })
+}
+
+/// `top --at T --bench-steps N`: the cost of a step in a replay, without a terminal.
+fn bench_steps(mut replay: Replay, n: u32) -> anyhow::Result<i32> {
+    let mut procs = Vec::new();
+    replay.show(&mut procs);
+    let mut times = Vec::with_capacity(2 * n as usize);
+    for forward in [false, true] {
+        for _ in 0..n {
+            let t = std::time::Instant::now();
+            if !replay.step(forward) {
+                break;
+            }
+            replay.show(&mut procs);
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    if times.is_empty() {
+        crate::cli::usage!("--bench-steps: the archive has no frame to step to");
+    }
+    times.sort_by(f64::total_cmp);
+    let round = |v: f64| (v * 100.0).round() / 100.0;
+    println!(
+        "{}",
+        serde_json::json!({
+            "n": times.len(),
+            "processes": procs.len(),
+            "step_ms_p50": round(times[times.len() / 2]),
+            "step_ms_max": round(times[times.len() - 1]),
+        })
+    );
+    Ok(0)
 }

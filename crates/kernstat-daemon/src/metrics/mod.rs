@@ -176,6 +176,10 @@ pub struct MetricsSample {
     pub runq_per_cpu: Vec<Hist>,
     /// Write sizes per syscall and file kind, when writes are collected.
     pub writes: Vec<SizeSeries>,
+    /// Block I/O latency per device and operation (cumulative), when biolat is collected.
+    pub biolat: Vec<kernstat_model::biolat::DiskOp>,
+    /// The kernel's own counters (cumulative), where the collector reads them.
+    pub kernel: kernstat_model::counters::KernelCounters,
     /// kernstat's own CPU time (all threads, exited ones included), ns.
     pub self_cpu_ns: u64,
     /// kernstat's resident memory, bytes.
@@ -478,6 +482,142 @@ fn network(
             busiest.iter().map(|p| (proc_labels(p), value(p) as f64)),
         )?;
     }
+    Ok(())
+}
+
+/// The kernel's own counters (no hook): softirqs, faults, reclaim, OOM kills, TCP,
+/// disks (/proc/diskstats), as counters (they only go forward).
+fn kernel_counters(
+    enc: &mut DescriptorEncoder<'_>,
+    k: &kernstat_model::counters::KernelCounters,
+) -> Result<(), std::fmt::Error> {
+    use kernstat_model::counters::SOFTIRQS;
+    use MetricType::{Counter, Gauge};
+    if !k.read {
+        return Ok(());
+    }
+    labeled(
+        enc,
+        "kernstat_softirqs",
+        "softirqs run, by kind, all CPUs (/proc/softirqs)",
+        Counter,
+        SOFTIRQS
+            .iter()
+            .zip(k.softirqs)
+            .map(|(kind, n)| ([("kind", *kind)], n as f64)),
+    )?;
+    labeled(
+        enc,
+        "kernstat_page_faults",
+        "page faults, minor and major (/proc/vmstat pgfault, pgmajfault)",
+        Counter,
+        [
+            (
+                [("kind", "minor")],
+                k.pgfault.saturating_sub(k.pgmajfault) as f64,
+            ),
+            ([("kind", "major")], k.pgmajfault as f64),
+        ],
+    )?;
+    labeled(
+        enc,
+        "kernstat_memory_reclaim_pages",
+        "pages scanned and reclaimed by memory reclaim; direct: scanned by tasks stalled reclaiming themselves (/proc/vmstat)",
+        Counter,
+        [
+            ([("kind", "scanned")], k.pgscan as f64),
+            ([("kind", "reclaimed")], k.pgsteal as f64),
+            ([("kind", "scanned_direct")], k.pgscan_direct as f64),
+        ],
+    )?;
+    single(
+        enc,
+        "kernstat_oom_kills",
+        "processes the OOM killer killed (/proc/vmstat oom_kill)",
+        Counter,
+        k.oom_kill as f64,
+    )?;
+    let tcp: [(&str, &str, u64); 4] = [
+        (
+            "kernstat_tcp_segments_sent",
+            "TCP segments sent (/proc/net/snmp OutSegs)",
+            k.tcp_out_segs,
+        ),
+        (
+            "kernstat_tcp_segments_retransmitted",
+            "TCP segments retransmitted (/proc/net/snmp RetransSegs)",
+            k.tcp_retrans_segs,
+        ),
+        (
+            "kernstat_tcp_connects",
+            "TCP connections opened actively (/proc/net/snmp ActiveOpens)",
+            k.tcp_active_opens,
+        ),
+        (
+            "kernstat_tcp_connects_failed",
+            "TCP connection attempts that failed (/proc/net/snmp AttemptFails)",
+            k.tcp_attempt_fails,
+        ),
+    ];
+    for (name, help, v) in tcp {
+        single(enc, name, help, Counter, v as f64)?;
+    }
+    type DiskValue = fn(&kernstat_model::counters::DiskStat) -> f64;
+    let disks: [(&str, &str, MetricType, DiskValue); 6] = [
+        (
+            "kernstat_disk_reads_completed",
+            "reads completed (/proc/diskstats)",
+            Counter,
+            |d| d.reads as f64,
+        ),
+        (
+            "kernstat_disk_writes_completed",
+            "writes completed",
+            Counter,
+            |d| d.writes as f64,
+        ),
+        ("kernstat_disk_read_bytes", "bytes read", Counter, |d| {
+            d.read_sectors as f64 * 512.0
+        }),
+        (
+            "kernstat_disk_written_bytes",
+            "bytes written",
+            Counter,
+            |d| d.write_sectors as f64 * 512.0,
+        ),
+        (
+            "kernstat_disk_io_time_seconds",
+            "time the device had I/O in flight (utilisation: its rate)",
+            Counter,
+            |d| d.io_ms as f64 / 1e3,
+        ),
+        (
+            "kernstat_disk_io_in_progress",
+            "requests in flight now",
+            Gauge,
+            |d| d.in_flight as f64,
+        ),
+    ];
+    for (name, help, kind, value) in disks {
+        labeled(
+            enc,
+            name,
+            help,
+            kind,
+            k.disks
+                .iter()
+                .map(|d| ([("device", d.name.clone())], value(d))),
+        )?;
+    }
+    labeled(
+        enc,
+        "kernstat_disk_io_weighted_time_seconds",
+        "time requests spent queued or in service, summed (its rate is the queue depth)",
+        Counter,
+        k.disks
+            .iter()
+            .map(|d| ([("device", d.name.clone())], d.queue_ms as f64 / 1e3)),
+    )?;
     Ok(())
 }
 
@@ -824,6 +964,36 @@ impl Collector for Scrape {
                 },
             )?;
         }
+
+        if !s.biolat.is_empty() {
+            family(
+                enc,
+                "kernstat_disk_latency_seconds",
+                "time block requests took from issue to the device to completion, per device and operation (the request's own block-layer stamps)",
+                Histogram,
+                |e| {
+                    for d in &s.biolat {
+                        let op = d.op.name();
+                        let labels = [("device", d.disk.as_str()), ("op", op.as_str())];
+                        histogram(&mut e.encode_family(&labels)?, &buckets::latency(&d.hist, 1e-6))?;
+                    }
+                    Ok(())
+                },
+            )?;
+            labeled(
+                enc,
+                "kernstat_disk_request_errors",
+                "block requests completed with an error, per device and operation",
+                Counter,
+                s.biolat.iter().map(|d| {
+                    (
+                        [("device", d.disk.clone()), ("op", d.op.name())],
+                        d.errors as f64,
+                    )
+                }),
+            )?;
+        }
+        kernel_counters(enc, &s.kernel)?;
 
         // What kernstat itself costs.
         let own: [(&str, &str, MetricType, f64); 4] = [

@@ -203,6 +203,42 @@ pub const METRICS: &[Metric] = &[
     metric("psi.io.full", |s| {
         s.model.psi.io_full.map(|l| Value::Single(l.avg10))
     }),
+    metric("disk.util", |s| {
+        let c = s.model.counters.as_ref()?;
+        Some(Rounded(c.busiest_disk().map_or(0.0, |d| d.util_percent)))
+    }),
+    metric("disks", |s| {
+        let c = s.model.counters.as_ref()?;
+        Some(Value::Json(serde_json::to_vec(&c.disks).ok()?))
+    }),
+    metric("tcp.retrans_ps", |s| {
+        s.model.counters.as_ref().map(|c| Rounded(c.tcp_retrans_ps))
+    }),
+    metric("tcp.retrans_percent", |s| {
+        s.model
+            .counters
+            .as_ref()
+            .map(|c| Rounded(c.tcp_retrans_percent))
+    }),
+    metric("mem.reclaim_ps", |s| {
+        s.model.counters.as_ref().map(|c| Rounded(c.pgscan_ps))
+    }),
+    metric("faults.major_ps", |s| {
+        s.model.counters.as_ref().map(|c| Rounded(c.pgmajfault_ps))
+    }),
+    metric("oom.kills", |s| {
+        s.model.counters.as_ref().map(|c| Int(c.oom_kills_total))
+    }),
+    metric("oom.last", |s| {
+        s.model.events.iter().rev().find_map(|e| match e {
+            kernstat_model::events::Event::OomKill(_) => {
+                Some(Value::Json(serde_json::to_vec(&e.line()).ok()?))
+            }
+        })
+    }),
+    metric("events.recent", |s| {
+        Some(Value::Json(serde_json::to_vec(&s.model.events).ok()?))
+    }),
     metric("procs.count", |s| Some(Int(s.model.process_count)))
         .exported(Prom::Gauge("kernstat_processes", 1.0)),
     metric("procs.blocked", |s| Some(Int(s.model.blocked_procs)))
@@ -494,6 +530,8 @@ mod tests {
             path: "/system.slice".into(),
             ..Default::default()
         }];
+        m.counters = Some(Default::default());
+        m.events = vec![kernstat_model::events::Event::OomKill(Default::default())];
         let c = Cache::new();
         publish(&c, &m, 1.0);
         let mut published = c.keys();
