@@ -60,6 +60,7 @@ struct mm_struct {
 struct inode {
 	unsigned short i_mode;
 	__u32 i_rdev;
+	unsigned long i_ino;
 };
 
 struct file {
@@ -255,17 +256,54 @@ struct task_struct {
 };
 
 /* The socket a send or receive went through (net.bpf.c): its family and protocol. */
-struct sock_common {
-	unsigned short skc_family;
+struct in6_addr {
+	union {
+		__u8 u6_addr8[16];
+	} in6_u;
 };
+
+/* A socket's addresses and state (tcp.bpf.c), as include/net/sock.h keeps them. */
+struct sock_common {
+	__u32 skc_daddr;
+	__u32 skc_rcv_saddr;
+	__be16 skc_dport;
+	__u16 skc_num;
+	unsigned short skc_family;
+	volatile unsigned char skc_state;
+	struct in6_addr skc_v6_daddr;
+	struct in6_addr skc_v6_rcv_saddr;
+};
+
+/* A TCP segment buffer: its control block holds how many segments it carries (what
+ * the kernel's RetransSegs counts). */
+struct sk_buff {
+	char cb[48];
+};
+
+struct tcp_skb_cb {
+	__u32 seq;
+	__u32 end_seq;
+	__u16 tcp_gso_segs;
+};
+
+/* The group a socket was made in (cgroup v2, set at creation: it stays when the
+ * process moves). */
+struct sock_cgroup_data {
+	struct cgroup *cgroup;
+};
+
+struct socket;
 
 struct sock {
 	struct sock_common __sk_common;
 	__u16 sk_protocol;
+	struct sock_cgroup_data sk_cgrp_data;
+	struct socket *sk_socket;
 };
 
 struct socket {
 	struct sock *sk;
+	struct file *file;
 };
 
 struct msghdr;

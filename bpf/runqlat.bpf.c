@@ -28,6 +28,10 @@ const volatile __u32 key_kind = KS_RQ_KEY_NONE;
 const volatile bool filter_cg = false;
 const volatile __u64 targ_cg_id = 0;
 const volatile __s32 targ_cg_level = 0;
+/* --offcpu: the same switch hook measures off-CPU time instead (a task that blocked, from
+ * its switch-out to its next switch-in: what it waited for, and its run-queue wait after
+ * the wake-up). tp_btf only. */
+const volatile bool offcpu = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -42,6 +46,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } start_by_tid SEC(".maps");
+
+/* --offcpu: when each task blocked. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} off_ts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -207,6 +219,28 @@ int BPF_PROG(rq_switch, bool preempt, struct task_struct *prev, struct task_stru
 	 * (tests/runqlat.rs). */
 	__u64 now = 0, *ts, t;
 
+	if (offcpu) {
+		/* Blocked (not preempted): off the CPU from now until it runs again. */
+		if (ks_task_state(prev) != TASK_RUNNING && accept(prev)) {
+			now = bpf_ktime_get_ns();
+			ts = bpf_task_storage_get(&off_ts, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (ts)
+				*ts = now;
+			else
+				count_lost();
+		}
+		if (!next->pid)
+			return 0;
+		ts = bpf_task_storage_get(&off_ts, next, 0, 0);
+		if (!ts || !*ts)
+			return 0;
+		t = *ts;
+		*ts = 0;
+		if (!now)
+			now = bpf_ktime_get_ns();
+		record(key_of(next), now - t);
+		return 0;
+	}
 	/* Preempted, not sleeping: back on the run queue from now. */
 	if (ks_task_state(prev) == TASK_RUNNING && accept(prev)) {
 		now = bpf_ktime_get_ns();

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use libbpf_cargo::SkeletonBuilder;
 
 const PROGRAMS: &[&str] = &[
-    "sampler", "ps", "runqlat", "writes", "net", "exits", "cgroups", "biolat", "oom",
+    "sampler", "ps", "runqlat", "writes", "net", "exits", "cgroups", "biolat", "oom", "tcp",
 ];
 
 fn main() {

@@ -18,6 +18,7 @@ pub mod ps;
 pub mod runqlat;
 pub mod sampler;
 pub mod stats;
+pub mod tcp;
 pub mod trampolines;
 pub mod writes;
 
@@ -47,6 +48,9 @@ mod skel {
     }
     pub mod cgroups {
         include!(concat!(env!("OUT_DIR"), "/cgroups.skel.rs"));
+    }
+    pub mod tcp {
+        include!(concat!(env!("OUT_DIR"), "/tcp.skel.rs"));
     }
     pub mod oom {
         include!(concat!(env!("OUT_DIR"), "/oom.skel.rs"));

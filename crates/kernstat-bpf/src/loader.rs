@@ -21,6 +21,9 @@ pub enum LoadError {
     /// Not root and without CAP_BPF + CAP_PERFMON.
     #[error("loading BPF programs needs root or CAP_BPF and CAP_PERFMON")]
     NotPermitted,
+    /// What was asked needs something this kernel lacks (said in words).
+    #[error("{0}")]
+    Unsupported(String),
     /// libbpf or the kernel refused; `detail` holds the last lines of libbpf's log.
     #[error("{what}: {source}{}", Detail(detail))]
     Failed {

@@ -46,6 +46,9 @@ pub struct Config {
     pub cgroup: Option<(u64, i32)>,
     /// Use raw tracepoints even where tp_btf works (to test the fallback).
     pub force_raw_tp: bool,
+    /// Measure off-CPU time (blocked until running again) instead, with the same
+    /// switch hook (tp_btf only).
+    pub offcpu: bool,
 }
 
 /// The loaded tracer.
@@ -53,6 +56,7 @@ pub struct Runqlat {
     skel: RunqlatSkel<'static>,
     attach: Attach,
     ncpus: usize,
+    offcpu: bool,
 }
 
 impl std::fmt::Debug for Runqlat {
@@ -84,10 +88,15 @@ impl Runqlat {
         } else {
             Attach::RawTp
         };
+        if cfg.offcpu && attach != Attach::TpBtf {
+            return Err(LoadError::Unsupported(
+                "off-CPU time needs tp_btf tracepoints (5.5+ with BTF)".into(),
+            ));
+        }
         let skel = load_skel(RunqlatSkelBuilder::default(), "runqlat", |open| {
             let btf = attach == Attach::TpBtf;
-            open.progs.rq_wakeup.set_autoload(btf);
-            open.progs.rq_wakeup_new.set_autoload(btf);
+            open.progs.rq_wakeup.set_autoload(btf && !cfg.offcpu);
+            open.progs.rq_wakeup_new.set_autoload(btf && !cfg.offcpu);
             open.progs.rq_switch.set_autoload(btf);
             open.progs.rq_wakeup_raw.set_autoload(!btf);
             open.progs.rq_wakeup_new_raw.set_autoload(!btf);
@@ -95,6 +104,7 @@ impl Runqlat {
             if !btf {
                 // Task-local storage may not exist on kernels that need raw_tp.
                 let _ = open.maps.start_ts.set_autocreate(false);
+                let _ = open.maps.off_ts.set_autocreate(false);
             }
             let rodata = open
                 .maps
@@ -103,6 +113,7 @@ impl Runqlat {
                 .expect("runqlat has rodata");
             rodata.targ_tgid = cfg.pid.unwrap_or(0);
             rodata.targ_ms = cfg.ms;
+            rodata.offcpu = cfg.offcpu;
             rodata.key_kind = match cfg.key {
                 KeyKind::None => 0,
                 KeyKind::Pid => 1,
@@ -121,6 +132,7 @@ impl Runqlat {
             skel,
             attach,
             ncpus,
+            offcpu: cfg.offcpu,
         })
     }
 
@@ -220,6 +232,7 @@ impl Runqlat {
     pub fn programs(&self) -> Vec<(&'static str, BorrowedFd<'_>)> {
         let p = &self.skel.progs;
         match self.attach {
+            Attach::TpBtf if self.offcpu => vec![("sched_switch", p.rq_switch.as_fd())],
             Attach::TpBtf => vec![
                 ("sched_switch", p.rq_switch.as_fd()),
                 ("sched_wakeup", p.rq_wakeup.as_fd()),

@@ -39,6 +39,10 @@ pub struct Collector {
     net: Option<Net>,
     cgroups: Option<(CgroupReader, Option<u32>)>,
     counters: Option<kernstat_sources::counters::CountersReader>,
+    tcp: Option<(
+        kernstat_bpf::tcp::Tcp,
+        Option<kernstat_sources::cgroup::CgroupPaths>,
+    )>,
     /// Why BPF is not used, if it is not.
     pub fallback_reason: Option<String>,
     /// Why per-process network is not counted, if it is not.
@@ -83,6 +87,7 @@ impl Collector {
             net,
             cgroups: None,
             counters: None,
+            tcp: None,
             fallback_reason,
             net_unavailable,
             net_failed: false,
@@ -104,6 +109,26 @@ impl Collector {
     /// net/snmp, diskstats: ~40 µs), for the daemon and the recorder.
     pub fn with_counters(&mut self, roots: &Roots) {
         self.counters = Some(kernstat_sources::counters::CountersReader::open(roots));
+    }
+
+    /// Loads the TCP hooks (retransmits, connect latency) and reads them at every
+    /// sample; false when they cannot be loaded (no BPF, no tp_btf).
+    pub fn with_tcp(&mut self) -> bool {
+        if self.source() == Source::Procfs {
+            return false;
+        }
+        match kernstat_bpf::tcp::Tcp::load() {
+            Ok(t) => {
+                self.tcp = Some((t, None));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The TCP hooks, when loaded.
+    pub fn tcp(&self) -> Option<&kernstat_bpf::tcp::Tcp> {
+        self.tcp.as_ref().map(|t| &t.0)
     }
 
     /// What to say once on stderr about the sources in use: BPF unavailable (and why),
@@ -170,6 +195,15 @@ impl Collector {
         self.sample_net(out);
         if let Some(c) = &mut self.counters {
             c.read(&mut out.kernel);
+        }
+        out.tcp.present = false;
+        if let Some((t, paths)) = &mut self.tcp {
+            out.tcp.present = true;
+            out.tcp.retransmits = t.take_retransmits().unwrap_or_default();
+            crate::tcp_owners::attribute(&mut out.tcp.retransmits, paths);
+            if let Ok(h) = t.connect_hist() {
+                out.tcp.connect = h;
+            }
         }
         out.cgroups.groups.clear();
         if let Some((reader, depth)) = &mut self.cgroups {

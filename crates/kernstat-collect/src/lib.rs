@@ -16,5 +16,6 @@ pub mod events;
 pub mod net_interval;
 pub mod selfcost;
 pub mod tasks;
+pub mod tcp_owners;
 
 pub use collector::{CollectOptions, Collector};

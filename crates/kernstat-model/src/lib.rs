@@ -21,6 +21,7 @@ pub mod rates;
 pub mod raw;
 pub mod runqlat;
 pub mod sample;
+pub mod tcp;
 pub mod text;
 pub mod top;
 pub mod writes;

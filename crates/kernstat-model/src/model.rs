@@ -282,6 +282,9 @@ pub struct Model {
     /// updates (whoever watches for them appends).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<crate::events::Event>,
+    /// TCP retransmits and connects over the interval (where the hooks are loaded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<crate::tcp::TcpModel>,
     /// The kernel's own counters over the interval (faults, reclaim, OOM kills, TCP
     /// retransmits and connects, disks, softirqs), where the collector reads them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -362,6 +365,7 @@ impl Model {
         self.update_procs(prev, cur, dt, opts);
         self.update_net(prev, cur, dt, opts);
         self.counters = crate::counters::rates(&prev.kernel, &cur.kernel, self.interval_s);
+        self.tcp = crate::tcp::model(&prev.tcp, &cur.tcp);
         if cur.cgroups.groups.is_empty() {
             self.cgroups.clear();
         } else {
@@ -403,6 +407,7 @@ impl Model {
             cgroups: Vec::new(),
             counters: None,
             events: Vec::new(),
+            tcp: None,
             include_kthreads: self.include_kthreads,
             level: self.level,
             alert: self.alert,

@@ -21,4 +21,6 @@ pub struct RawSample {
     /// The kernel's own counters (faults, reclaim, TCP, disks, softirqs), where a
     /// collector reads them (the daemon, the recorder); `read` false else.
     pub kernel: crate::counters::KernelCounters,
+    /// TCP retransmits and connects, where a collector loads the hooks.
+    pub tcp: crate::tcp::TcpSample,
 }

@@ -330,6 +330,28 @@ impl FrameBuilder {
                 })
                 .collect(),
             hists: inputs.hists,
+            tcp: raw.tcp.present,
+            retransmits: {
+                let mut by: std::collections::BTreeMap<(u32, String), crate::frame::Retransmit> =
+                    std::collections::BTreeMap::new();
+                for s in &raw.tcp.retransmits {
+                    let peer = format!("{}:{}", s.remote.0, s.remote.1);
+                    let e = by.entry((s.pid, peer.clone())).or_insert_with(|| {
+                        crate::frame::Retransmit {
+                            pid: s.pid,
+                            comm: s.comm.clone(),
+                            cgroup: s.cgroup.clone(),
+                            peer,
+                            count: 0,
+                        }
+                    });
+                    e.count += s.count;
+                }
+                let mut v: Vec<crate::frame::Retransmit> = by.into_values().collect();
+                v.sort_by_key(|r| std::cmp::Reverse(r.count));
+                v.truncate(64);
+                v
+            },
             events: Vec::new(),
             v1_cpu_percent: None,
         }

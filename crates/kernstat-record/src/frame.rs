@@ -106,6 +106,12 @@ pub struct Frame {
     /// Notable kernel events since the frame before (OOM kills).
     #[serde(deserialize_with = "bounded::others")]
     pub events: Vec<Event>,
+    /// The TCP hooks were loaded (retransmits and connect latency recorded).
+    pub tcp: bool,
+    /// TCP segments retransmitted since the frame before, per process and peer (the 64
+    /// largest).
+    #[serde(deserialize_with = "bounded::others")]
+    pub retransmits: Vec<Retransmit>,
     /// Read from a version-1 file: the machine's CPU % as the daemon had it (that format
     /// kept no busy counter). Never written.
     #[serde(skip)]
@@ -502,6 +508,21 @@ pub struct DiskLatency {
     pub errors: u64,
 }
 
+/// TCP segments one process retransmitted to one peer since the frame before.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Retransmit {
+    /// The process (0: not found), and its command name.
+    pub pid: u32,
+    /// See `pid`.
+    pub comm: String,
+    /// The socket's control group path.
+    pub cgroup: String,
+    /// The peer's address and port.
+    pub peer: String,
+    /// Segments.
+    pub count: u64,
+}
+
 /// A notable kernel event.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Event {
@@ -680,6 +701,11 @@ impl Frame {
         for b in &mut self.hists.biolat {
             clean(&mut b.disk);
             clean(&mut b.op);
+        }
+        for r in &mut self.retransmits {
+            clean(&mut r.comm);
+            clean(&mut r.cgroup);
+            clean(&mut r.peer);
         }
         for ev in &mut self.events {
             match ev {

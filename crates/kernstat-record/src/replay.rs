@@ -160,6 +160,36 @@ pub fn raw_sample(f: &Frame) -> RawSample {
             taken_ns: m.mono_ns,
             groups: f.groups.iter().map(group_sample).collect(),
         },
+        tcp: kernstat_model::tcp::TcpSample {
+            present: f.tcp,
+            retransmits: f
+                .retransmits
+                .iter()
+                .map(|r| {
+                    let (ip, port) = r.peer.rsplit_once(':').unwrap_or((&r.peer, "0"));
+                    let unspecified = std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+                    kernstat_model::tcp::SocketRetrans {
+                        count: r.count,
+                        pid: r.pid,
+                        comm: r.comm.clone(),
+                        cgroup_id: 0,
+                        cgroup: r.cgroup.clone(),
+                        local: (unspecified, 0),
+                        remote: (
+                            ip.trim_matches(['[', ']']).parse().unwrap_or(unspecified),
+                            port.parse().unwrap_or(0),
+                        ),
+                        ino: 0,
+                    }
+                })
+                .collect(),
+            connect: f
+                .hists
+                .connect_us
+                .as_deref()
+                .map(kernstat_model::hist::Hist::from_slots)
+                .unwrap_or_default(),
+        },
         kernel: kernstat_model::counters::KernelCounters {
             read: m.counters,
             softirqs: m.softirqs,

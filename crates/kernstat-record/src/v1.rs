@@ -279,6 +279,8 @@ pub fn decode(json: &[u8]) -> Result<Frame, String> {
         links: Vec::new(),
         disks: Vec::new(),
         events: Vec::new(),
+        tcp: false,
+        retransmits: Vec::new(),
         // What the daemon measured, kept for the machine's CPU %: a version-1 frame
         // has no busy counter to difference.
         v1_cpu_percent: Some(m.cpu_percent),

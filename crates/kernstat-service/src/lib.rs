@@ -187,6 +187,9 @@ impl Opened {
             args.cgroup_max,
         );
         collector.with_counters(&args.collect.roots);
+        // Retransmits and connect latency: hooks that fire per TCP state change and per
+        // retransmit, not per packet.
+        collector.with_tcp();
         // Kernel histograms and BPF statistics for /metrics: loaded while privileged.
         let metrics = match metrics_listener {
             Some(_) => Some(MetricsSources::open(

@@ -51,6 +51,8 @@ pub struct MetricsSources {
     block_names: kernstat_sources::block::BlockNames,
     /// Block I/O latency per device and operation at the last publish (cumulative).
     last_bio: Vec<kernstat_model::biolat::DiskOp>,
+    /// TCP segments retransmitted per process since start (pid, command).
+    tcp_retrans: BTreeMap<(u32, String), u64>,
     write_deltas: Deltas,
     write_totals: BTreeMap<(Syscall, FileKind), ([u64; SIZE_SLOTS], u64)>,
     counters: Counters,
@@ -128,6 +130,7 @@ impl MetricsSources {
             bio,
             block_names: Default::default(),
             last_bio: Vec::new(),
+            tcp_retrans: BTreeMap::new(),
             write_deltas: Deltas::default(),
             write_totals: BTreeMap::new(),
             counters: Counters::default(),
@@ -267,6 +270,8 @@ impl MetricsSources {
             runq_per_cpu,
             writes,
             biolat: self.last_bio.clone(),
+            tcp_connect: cur.tcp.present.then(|| cur.tcp.connect.clone()),
+            tcp_retrans: self.tcp_retrans(cur),
             kernel: cur.kernel.clone(),
             self_cpu_ns: kernstat_os::process_cpu_ns(),
             self_rss_bytes: self_rss_bytes(),
@@ -288,6 +293,33 @@ impl MetricsSources {
 }
 
 impl MetricsSources {
+    /// Adds a sample's retransmits per process; the 20 largest, largest first (the
+    /// table keeps at most 1,000 processes: the smallest go first).
+    fn tcp_retrans(&mut self, cur: &RawSample) -> Vec<(u32, String, u64)> {
+        for s in &cur.tcp.retransmits {
+            *self.tcp_retrans.entry((s.pid, s.comm.clone())).or_default() += s.count;
+        }
+        if self.tcp_retrans.len() > 1000 {
+            let mut v: Vec<((u32, String), u64)> =
+                std::mem::take(&mut self.tcp_retrans).into_iter().collect();
+            v.sort_by_key(|e| std::cmp::Reverse(e.1));
+            v.truncate(500);
+            self.tcp_retrans = v.into_iter().collect();
+        }
+        if self.viewer == kernstat_model::Viewer::Nobody {
+            // Per-process network figures are not for every local user (docs/security.md).
+            return Vec::new();
+        }
+        let mut v: Vec<(u32, String, u64)> = self
+            .tcp_retrans
+            .iter()
+            .map(|((p, c), n)| (*p, c.clone(), *n))
+            .collect();
+        v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        v.truncate(20);
+        v
+    }
+
     /// What the flight recorder keeps of the kernel histograms (--collect), as of the
     /// last publish: all cumulative since start.
     pub fn recorded(&self) -> kernstat_record::frame::Hists {

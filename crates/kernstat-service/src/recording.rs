@@ -263,7 +263,10 @@ impl Recorder {
             None => None,
         };
         let lost_now = self.exits.as_ref().map_or(0, |e| e.lost());
-        let hists = metrics.map(|m| m.recorded()).unwrap_or_default();
+        let mut hists = metrics.map(|m| m.recorded()).unwrap_or_default();
+        if raw.tcp.present {
+            hists.connect_us = Some(raw.tcp.connect.slots.clone());
+        }
         let mut frame = self.builder.build(
             Inputs {
                 time_unix_ns,

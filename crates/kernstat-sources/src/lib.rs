@@ -13,6 +13,7 @@ pub mod file;
 pub mod net;
 pub mod procs;
 pub mod ps_procfs;
+pub mod sockets;
 pub mod sysfs;
 pub mod system;
 pub mod users;

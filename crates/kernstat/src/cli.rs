@@ -61,6 +61,8 @@ pub enum Command {
     /// Block I/O latency histograms per disk and operation (libbpf-tools biolatency's
     /// flags, plus --json).
     Biolat(BiolatArgs),
+    /// TCP retransmits per process, group and peer, and connect latency (tracepoints).
+    Tcp(TcpArgs),
     /// Notable kernel events (OOM kills: the victim, its group, the limit that fired,
     /// the biggest growers): the daemon's recent list, then each new one.
     Events(EventsArgs),
@@ -557,10 +559,30 @@ pub struct RunqlatArgs {
     /// At the end, draw the percentiles over time and the distribution (.png or .svg).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+    /// Off-CPU time instead: from a task blocking to it running again (what it waited
+    /// for, then its run-queue wait), from the same scheduler hook; -P per process.
+    #[arg(long)]
+    pub offcpu: bool,
     /// Attach raw tracepoints even where tp_btf works (tests the fallback).
     #[arg(long)]
     pub raw_tp: bool,
     /// Seconds per interval (default: one interval, until Ctrl-C).
+    pub interval: Option<u64>,
+    /// Number of intervals (default: until Ctrl-C).
+    pub count: Option<u64>,
+}
+
+/// `kernstat tcp`.
+#[derive(Clone, Debug, Args)]
+pub struct TcpArgs {
+    /// One JSON object per interval: retransmits per process, group, peer and socket,
+    /// connect latency and connects per process.
+    #[arg(long)]
+    pub json: bool,
+    /// Processes and peers listed per interval, at most.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Seconds per interval (default 1).
     pub interval: Option<u64>,
     /// Number of intervals (default: until Ctrl-C).
     pub count: Option<u64>,

@@ -24,6 +24,7 @@ mod runqlat;
 mod session;
 mod snapshot;
 mod source;
+mod tcp;
 mod top;
 mod writes;
 
@@ -59,6 +60,7 @@ fn main() {
         cli::Command::Runqlat(a) => runqlat::run(a),
         cli::Command::Biolat(a) => biolat::run(a),
         cli::Command::Events(a) => events::run(a),
+        cli::Command::Tcp(a) => tcp::run(a),
         cli::Command::Writes(a) => writes::run(a),
         cli::Command::Daemon(a) => daemon::run(a),
         cli::Command::Get(a) => Ok(client::get(a)),

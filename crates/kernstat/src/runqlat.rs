@@ -90,6 +90,7 @@ fn config(args: &RunqlatArgs) -> anyhow::Result<(Config, Split)> {
             key,
             cgroup,
             force_raw_tp: args.raw_tp,
+            offcpu: args.offcpu,
         },
         split,
     ))
@@ -102,7 +103,12 @@ pub fn run(args: &RunqlatArgs) -> anyhow::Result<i32> {
     let rq = Runqlat::load(&cfg).context("runqlat needs BPF")?;
     let ns_per_unit = if args.milliseconds { 1e6 } else { 1e3 };
     eprintln!(
-        "Tracing run queue latency ({})... Hit Ctrl-C to end.",
+        "Tracing {} ({})... Hit Ctrl-C to end.",
+        if args.offcpu {
+            "off-CPU time"
+        } else {
+            "run queue latency"
+        },
         rq.attach_kind().as_str()
     );
     let roots = Roots::default();

@@ -91,6 +91,8 @@ pub const SYSTEM_KEYS: &[KeyInfo] = &[
     key("disks", "every disk: [{name, reads_ps, writes_ps, read_bps, write_bps, util_percent, queue_depth, await_ms}]", Unit::Json, Rate),
     key("tcp.retrans_ps", "TCP segments retransmitted per second (/proc/net/snmp)", Unit::Count, Rate),
     key("tcp.retrans_percent", "retransmitted share of TCP segments sent, %", Unit::Percent, Rate),
+    key("tcp.retrans_top", "the processes that retransmitted most over the interval: [[pid, comm, segments]]; absent without the TCP hooks", Unit::Json, Rate),
+    key("tcp.connect_p99_ms", "99th percentile of TCP connect latency over the interval, ms; absent without connects", Unit::Seconds, Rate),
     key("mem.reclaim_ps", "pages scanned by memory reclaim per second (/proc/vmstat)", Unit::Count, Rate),
     key("faults.major_ps", "major page faults per second (reads from disk)", Unit::Count, Rate),
     key("oom.kills", "processes the OOM killer killed since boot", Unit::Count, Instant),

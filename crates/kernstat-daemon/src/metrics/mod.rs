@@ -180,6 +180,11 @@ pub struct MetricsSample {
     pub biolat: Vec<kernstat_model::biolat::DiskOp>,
     /// The kernel's own counters (cumulative), where the collector reads them.
     pub kernel: kernstat_model::counters::KernelCounters,
+    /// TCP connect latency since the hooks were loaded (µs), where they are.
+    pub tcp_connect: Option<Hist>,
+    /// TCP segments retransmitted per process since the daemon started: (pid, command,
+    /// segments), the largest first, bounded.
+    pub tcp_retrans: Vec<(u32, String, u64)>,
     /// kernstat's own CPU time (all threads, exited ones included), ns.
     pub self_cpu_ns: u64,
     /// kernstat's resident memory, bytes.
@@ -994,6 +999,24 @@ impl Collector for Scrape {
             )?;
         }
         kernel_counters(enc, &s.kernel)?;
+        if let Some(h) = &s.tcp_connect {
+            family(
+                enc,
+                "kernstat_tcp_connect_latency_seconds",
+                "time from a connect's SYN to the connection being established (sock:inet_sock_set_state)",
+                Histogram,
+                |e| histogram(e, &buckets::latency(h, 1e-6)),
+            )?;
+            labeled(
+                enc,
+                "kernstat_process_tcp_retransmits",
+                "TCP segments a process's sockets retransmitted since kernstat started (the processes that retransmitted most)",
+                Counter,
+                s.tcp_retrans
+                    .iter()
+                    .map(|(pid, comm, n)| ([("pid", pid.to_string()), ("comm", comm.clone())], *n as f64)),
+            )?;
+        }
 
         // What kernstat itself costs.
         let own: [(&str, &str, MetricType, f64); 4] = [

@@ -220,6 +220,13 @@ pub const METRICS: &[Metric] = &[
             .as_ref()
             .map(|c| Rounded(c.tcp_retrans_percent))
     }),
+    metric("tcp.retrans_top", |s| {
+        let t = s.model.tcp.as_ref()?;
+        Some(Value::Json(serde_json::to_vec(&t.top).ok()?))
+    }),
+    metric("tcp.connect_p99_ms", |s| {
+        s.model.tcp.as_ref()?.connect_p99_ms.map(Rounded)
+    }),
     metric("mem.reclaim_ps", |s| {
         s.model.counters.as_ref().map(|c| Rounded(c.pgscan_ps))
     }),
@@ -531,6 +538,10 @@ mod tests {
             ..Default::default()
         }];
         m.counters = Some(Default::default());
+        m.tcp = Some(kernstat_model::tcp::TcpModel {
+            connect_p99_ms: Some(1.0),
+            ..Default::default()
+        });
         m.events = vec![kernstat_model::events::Event::OomKill(Default::default())];
         let c = Cache::new();
         publish(&c, &m, 1.0);
