@@ -172,6 +172,12 @@ struct sched_entity {
 	__u64 sum_exec_runtime;
 };
 
+/* Time spent runnable but waiting for a CPU (CONFIG_SCHED_INFO: /proc/PID/schedstat's
+ * second field). */
+struct sched_info {
+	unsigned long long run_delay;
+};
+
 struct task_io_accounting {
 	__u64 rchar;
 	__u64 wchar;
@@ -233,6 +239,7 @@ struct task_struct {
 	int static_prio;
 	unsigned int policy;
 	struct sched_entity se;
+	struct sched_info sched_info;
 	struct mm_struct *mm;
 	int exit_state;
 	int exit_code;

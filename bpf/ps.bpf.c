@@ -111,6 +111,7 @@ static __always_inline int emit_task(struct bpf_iter__task *ctx, bool with_cmdli
 	rec.nr_threads = sig->nr_threads;
 	rec.start_ns = task->start_boottime;
 	rec.cpu_ns = task->se.sum_exec_runtime;
+	rec.run_delay_ns = task->sched_info.run_delay;
 	rec.read_bytes = task->ioac.read_bytes;
 	rec.write_bytes = task->ioac.write_bytes;
 	mm = task->mm;

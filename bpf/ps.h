@@ -13,7 +13,7 @@
 #define KERNSTAT_PS_H
 
 #define KS_PS_MAGIC 0x5350534bu /* "KSPS" little-endian */
-#define KS_PS_VERSION 3
+#define KS_PS_VERSION 4
 /* Command lines are cut at this many bytes (ps shows at most a screen line). */
 #define KS_PS_CMDLINE_MAX 4096
 #define KS_PS_COMM_LEN 16
@@ -70,6 +70,7 @@ struct ks_ps_rec {
 	__u64 dead_read_bytes; /* leader only: I/O of released threads and reaped children */
 	__u64 dead_write_bytes;
 	__u64 reaped_children_cpu_ns; /* leader only: signal cutime + cstime (v3) */
+	__u64 run_delay_ns; /* this thread's wait for a CPU while runnable (v4) */
 	__u64 rss_pages;
 	__u64 vsz_pages;
 	__u64 cgroup_id; /* cgroup v2 id (kernfs node id) of the task's cgroup */

@@ -85,6 +85,7 @@ struct group_sum {
 	__u64 cpu_ns;
 	__u64 read_bytes;
 	__u64 write_bytes;
+	__u64 run_delay;
 	__u32 d_threads;
 	__u32 complete;
 };
@@ -103,6 +104,7 @@ static long add_thread(__u64 index, struct group_sum *g)
 	g->cpu_ns += BPF_CORE_READ(t, se.sum_exec_runtime);
 	g->read_bytes += BPF_CORE_READ(t, ioac.read_bytes);
 	g->write_bytes += BPF_CORE_READ(t, ioac.write_bytes);
+	g->run_delay += BPF_CORE_READ(t, sched_info.run_delay);
 	if (ks_state_char(ks_task_state_probe(t), BPF_CORE_READ(t, exit_state)) == 'D')
 		g->d_threads++;
 	g->pos = BPF_CORE_READ(pos, next);
@@ -178,6 +180,7 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	rec.ppid = reader_pidns_inum ? ks_ns_pid(task->real_parent, reader_pidns_inum, true)
 				     : BPF_CORE_READ(task, real_parent, tgid);
 	rec.children_cpu_ns = sig->cutime + sig->cstime;
+	rec.run_delay_ns = g.run_delay;
 	__builtin_memcpy(rec.comm, task->comm, KS_COMM_LEN);
 	bpf_seq_write(seq, &rec, sizeof(rec));
 	return 0;

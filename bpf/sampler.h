@@ -51,6 +51,8 @@ struct ks_proc_rec {
 	/* CPU time of the children it reaped (signal cutime + cstime), ns: the rate engine
 	 * shows what children used unseen on the parent. */
 	__u64 children_cpu_ns;
+	/* Time its live threads waited runnable for a CPU (sched_info.run_delay), ns. */
+	__u64 run_delay_ns;
 	char comm[KS_COMM_LEN];
 };
 

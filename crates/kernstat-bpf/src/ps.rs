@@ -25,7 +25,7 @@ use crate::skel::ps::{PsSkel, PsSkelBuilder};
 /// "KSPS", the stream's first four bytes (bpf/ps.h KS_PS_MAGIC).
 pub const MAGIC: u32 = 0x5350_534b;
 /// The record format this binary reads (bpf/ps.h KS_PS_VERSION).
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Where `kernstat ps --pin` pins by default, and where `kernstat ps` looks.
 pub const DEFAULT_PIN_DIR: &str = "/sys/fs/bpf/kernstat";
 
@@ -252,6 +252,7 @@ fn row(r: &ks_ps_rec, cmdline: Vec<u8>) -> TaskRow {
         write_bytes: r.write_bytes,
         dead_cpu_ns: r.dead_cpu_ns,
         reaped_children_cpu_ns: r.reaped_children_cpu_ns,
+        run_delay_ns: r.run_delay_ns,
         dead_read_bytes: r.dead_read_bytes,
         dead_write_bytes: r.dead_write_bytes,
         // Saturating: a forged stream (a --pin-dir file is anyone's) must not overflow.

@@ -215,5 +215,6 @@ fn proc_sample(r: &ks_proc_rec, page_size: u64) -> ProcSample {
         euid: r.euid,
         ppid: r.ppid,
         children_cpu_ns: r.children_cpu_ns,
+        run_delay_ns: r.run_delay_ns,
     }
 }

@@ -113,6 +113,23 @@ impl Default for ScriptLimits {
     }
 }
 
+/// `[why]`: when a finding is notable, by resource (`notable = { cpu = 0.2 }`); the
+/// rest keep docs/why.md's defaults.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WhySettings {
+    /// Scores by resource name.
+    #[serde(default)]
+    pub notable: std::collections::HashMap<String, f64>,
+}
+
+impl WhySettings {
+    /// The thresholds these settings give.
+    pub fn thresholds(&self) -> kernstat_why::Thresholds {
+        kernstat_why::Thresholds::with(&self.notable)
+    }
+}
+
 /// The whole file.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -123,6 +140,9 @@ pub struct Settings {
     /// Limits for scripts.
     #[serde(default)]
     pub scripts: ScriptLimits,
+    /// `kernstat why`'s thresholds (docs/why.md).
+    #[serde(default)]
+    pub why: WhySettings,
     /// Script providers.
     #[serde(default, rename = "script")]
     pub script: Vec<Script>,
@@ -166,6 +186,7 @@ impl Settings {
                 return Err(format!("[providers.intervals] {name}: at least 1 second"));
             }
         }
+        s.why.thresholds().check()?;
         if s.scripts.concurrency == 0 {
             return Err("[scripts] concurrency: at least 1".into());
         }

@@ -282,6 +282,10 @@ pub struct Model {
     /// updates (whoever watches for them appends).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<crate::events::Event>,
+    /// The last `kernstat why` report of whoever computes one (the daemon, over its last
+    /// window), as JSON (kernstat-why's Report; this crate is below it).
+    #[serde(skip)]
+    pub why: Option<serde_json::Value>,
     /// TCP retransmits and connects over the interval (where the hooks are loaded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp: Option<crate::tcp::TcpModel>,
@@ -408,6 +412,7 @@ impl Model {
             counters: None,
             events: Vec::new(),
             tcp: None,
+            why: None,
             include_kthreads: self.include_kthreads,
             level: self.level,
             alert: self.alert,

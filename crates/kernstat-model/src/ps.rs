@@ -54,6 +54,8 @@ pub struct TaskRow {
     pub reaped_children_cpu_ns: u64,
     /// Leader only: reads of released threads and reaped children.
     pub dead_read_bytes: u64,
+    /// Time this task (a process: its live threads) waited runnable for a CPU, ns.
+    pub run_delay_ns: u64,
     /// Leader only: writes of released threads and reaped children.
     pub dead_write_bytes: u64,
     /// Resident set, bytes.
@@ -181,6 +183,7 @@ pub fn processes(mut tasks: Vec<TaskRow>) -> Vec<TaskRow> {
             out.push(p);
         } else if let Some(p) = out.last_mut().filter(|p| p.pid == t.pid) {
             p.cpu_ns += t.cpu_ns;
+            p.run_delay_ns += t.run_delay_ns;
             p.read_bytes += t.read_bytes;
             p.write_bytes += t.write_bytes;
         }

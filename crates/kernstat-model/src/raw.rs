@@ -71,6 +71,8 @@ pub struct ProcSample {
     pub ppid: u32,
     /// CPU time of the children it reaped (cutime + cstime), ns.
     pub children_cpu_ns: u64,
+    /// Time its live threads waited runnable for a CPU, ns (0 where not read).
+    pub run_delay_ns: u64,
 }
 
 impl crate::rates::ProcessCounters for ProcSample {

@@ -200,6 +200,7 @@ impl FrameBuilder {
                 nice: t.nice,
                 prio: t.prio,
                 cpu_ns: t.cpu_ns,
+                run_delay_ns: t.run_delay_ns,
                 children_cpu_ns: t.reaped_children_cpu_ns,
                 read_bytes: t.read_bytes,
                 write_bytes: t.write_bytes,
@@ -331,31 +332,37 @@ impl FrameBuilder {
                 .collect(),
             hists: inputs.hists,
             tcp: raw.tcp.present,
-            retransmits: {
-                let mut by: std::collections::BTreeMap<(u32, String), crate::frame::Retransmit> =
-                    std::collections::BTreeMap::new();
-                for s in &raw.tcp.retransmits {
-                    let peer = format!("{}:{}", s.remote.0, s.remote.1);
-                    let e = by.entry((s.pid, peer.clone())).or_insert_with(|| {
-                        crate::frame::Retransmit {
-                            pid: s.pid,
-                            comm: s.comm.clone(),
-                            cgroup: s.cgroup.clone(),
-                            peer,
-                            count: 0,
-                        }
-                    });
-                    e.count += s.count;
-                }
-                let mut v: Vec<crate::frame::Retransmit> = by.into_values().collect();
-                v.sort_by_key(|r| std::cmp::Reverse(r.count));
-                v.truncate(64);
-                v
-            },
+            retransmits: retransmits_of(&raw.tcp.retransmits),
             events: Vec::new(),
             v1_cpu_percent: None,
         }
     }
+}
+
+/// Retransmits as a frame keeps them: per process and peer, the 64 largest, largest
+/// first.
+pub fn retransmits_of(
+    list: &[kernstat_model::tcp::SocketRetrans],
+) -> Vec<crate::frame::Retransmit> {
+    let mut by: std::collections::BTreeMap<(u32, String), crate::frame::Retransmit> =
+        std::collections::BTreeMap::new();
+    for s in list {
+        let peer = format!("{}:{}", s.remote.0, s.remote.1);
+        let e = by
+            .entry((s.pid, peer.clone()))
+            .or_insert_with(|| crate::frame::Retransmit {
+                pid: s.pid,
+                comm: s.comm.clone(),
+                cgroup: s.cgroup.clone(),
+                peer,
+                count: 0,
+            });
+        e.count += s.count;
+    }
+    let mut v: Vec<crate::frame::Retransmit> = by.into_values().collect();
+    v.sort_by_key(|r| std::cmp::Reverse(r.count));
+    v.truncate(64);
+    v
 }
 
 fn psi(l: &Option<kernstat_model::PsiLine>) -> Option<Psi> {

@@ -85,6 +85,7 @@ pub fn decode(mut delta: Frame, prev: &Frame) -> Frame {
 fn proc(w: Way, p: &mut Proc, b: &Proc) {
     w.apply(&mut p.cpu_ns, b.cpu_ns);
     w.apply(&mut p.children_cpu_ns, b.children_cpu_ns);
+    w.apply(&mut p.run_delay_ns, b.run_delay_ns);
     w.apply(&mut p.read_bytes, b.read_bytes);
     w.apply(&mut p.write_bytes, b.write_bytes);
     w.apply(&mut p.rss_bytes, b.rss_bytes);

@@ -281,6 +281,8 @@ pub struct Proc {
     pub cpu_ns: u64,
     /// CPU time of the children it reaped (cutime + cstime), ns.
     pub children_cpu_ns: u64,
+    /// Time its live threads waited runnable for a CPU, ns.
+    pub run_delay_ns: u64,
     /// Bytes read from storage.
     pub read_bytes: u64,
     /// Bytes written to storage.

@@ -48,6 +48,7 @@ pub fn raw_sample(f: &Frame) -> RawSample {
                 euid: p.euid,
                 ppid: p.ppid,
                 children_cpu_ns: p.children_cpu_ns,
+                run_delay_ns: p.run_delay_ns,
             })
             .collect(),
         tasks: m.tasks,

@@ -504,6 +504,7 @@ fn sample_loop(
     let mut metrics = opened.metrics.as_mut();
     let mut recorder = opened.recorder.as_mut();
     let mut oom = opened.oom.as_mut();
+    let mut why = WhyWindow::default();
     let mut prev = RawSample::default();
     let mut cur = RawSample::default();
     let mut model = Model::default();
@@ -558,12 +559,14 @@ fn sample_loop(
             let excess = model.events.len().saturating_sub(50);
             model.events.drain(..excess);
         }
+        why.sample(&cur, &mut model);
         let sample_us = t0.elapsed().as_secs_f64() * 1e6;
         daemon.publish_system(&model, sample_us);
         if let Some(m) = metrics.as_deref_mut() {
             m.publish(collector, &cur, &model, sample_us);
         }
         if let Some(r) = recorder.as_deref_mut() {
+            r.note_retransmits(&cur.tcp.retransmits);
             r.maybe_record(&cur, metrics.as_deref(), Instant::now());
             if let Ok(status) = serde_json::to_value(r.state()) {
                 daemon.set_recorder_status(status);
@@ -582,5 +585,68 @@ fn sample_loop(
             Some(r) if r.interval() < interval => grid.min(r.next_due),
             _ => grid,
         };
+    }
+}
+
+/// `kernstat why` over the daemon's last window: a snapshot of the counters once a
+/// window (not at every sample: its cost is one snapshot per 10 s), the findings between
+/// the last two, put in the model for the `why.*` keys and /metrics.
+#[derive(Default)]
+struct WhyWindow {
+    base: Option<kernstat_why::Snapshot>,
+    taken: Option<Instant>,
+    /// Retransmits per process since the base.
+    retransmits: Vec<(u32, String, Option<String>, u64)>,
+}
+
+/// The window `why.*` covers.
+const WHY_WINDOW: Duration = Duration::from_secs(10);
+
+impl WhyWindow {
+    fn sample(&mut self, cur: &RawSample, model: &mut Model) {
+        for s in &cur.tcp.retransmits {
+            let cgroup = (!s.cgroup.is_empty()).then(|| s.cgroup.clone());
+            let full = self.retransmits.len() >= 256;
+            match self
+                .retransmits
+                .iter_mut()
+                .find(|r| r.0 == s.pid && r.1 == s.comm)
+            {
+                Some(r) => r.3 += s.count,
+                None if !full => self
+                    .retransmits
+                    .push((s.pid, s.comm.clone(), cgroup, s.count)),
+                None => {}
+            }
+        }
+        if self.taken.is_some_and(|t| t.elapsed() < WHY_WINDOW) {
+            return;
+        }
+        let now_unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let snap = kernstat_why::Snapshot::of(cur, now_unix, &|_| None);
+        if let Some(base) = &self.base {
+            let events: Vec<kernstat_model::events::Event> = model
+                .events
+                .iter()
+                .filter(|e| e.time_unix_ns() >= base.unix_ns)
+                .cloned()
+                .collect();
+            let report = kernstat_why::findings(
+                base,
+                &snap,
+                &kernstat_why::Between {
+                    events: &events,
+                    retransmits: &self.retransmits,
+                },
+                &kernstat_why::Thresholds::default(),
+                "live",
+            );
+            model.why = serde_json::to_value(&report).ok();
+        }
+        self.base = Some(snap);
+        self.taken = Some(Instant::now());
+        self.retransmits.clear();
     }
 }

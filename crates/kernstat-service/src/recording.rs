@@ -97,6 +97,9 @@ pub struct Recorder {
     state: RecorderState,
     /// Kernel events since the last frame (recorded with the next).
     events: Vec<kernstat_model::events::Event>,
+    /// Retransmits per socket since the last frame: each sample holds only its own
+    /// interval's, and frames are usually several samples apart.
+    retransmits: Vec<kernstat_model::tcp::SocketRetrans>,
 }
 
 const WANT: Want = Want {
@@ -169,6 +172,7 @@ impl Recorder {
             paths: None,
             state,
             events: Vec::new(),
+            retransmits: Vec::new(),
         })
     }
 
@@ -188,6 +192,23 @@ impl Recorder {
         // Bounded while recording is paused or failing (a storm of kills).
         let excess = self.events.len().saturating_sub(1000);
         self.events.drain(..excess);
+    }
+
+    /// A sample's retransmits, to record with the next frame (merged per socket;
+    /// bounded while recording is paused).
+    pub fn note_retransmits(&mut self, list: &[kernstat_model::tcp::SocketRetrans]) {
+        for s in list {
+            let full = self.retransmits.len() >= 4096;
+            match self
+                .retransmits
+                .iter_mut()
+                .find(|r| r.ino == s.ino && r.pid == s.pid)
+            {
+                Some(r) => r.count += s.count,
+                None if !full => self.retransmits.push(s.clone()),
+                None => {}
+            }
+        }
     }
 
     /// Records one frame from the daemon's latest raw sample (and the kernel histograms
@@ -280,6 +301,8 @@ impl Recorder {
             tasks::read_command_line,
         );
         self.exits_lost = lost_now;
+        frame.retransmits = kernstat_record::build::retransmits_of(&self.retransmits);
+        self.retransmits.clear();
         frame.events = self
             .events
             .iter()

@@ -179,6 +179,8 @@ pub fn parse_stat_line(data: &[u8], ns_per_tick: u64, page_size: u64) -> Option<
             euid: 0,
             ppid: ppid as u32,
             children_cpu_ns: cutime.saturating_add(cstime).saturating_mul(ns_per_tick),
+            // /proc/PID/schedstat: one more file per process; the BPF path has it.
+            run_delay_ns: 0,
         },
         threads,
     ))

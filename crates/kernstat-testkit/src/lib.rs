@@ -4,8 +4,11 @@
 //!   reason, but with `CI=true` a BPF test that cannot run fails (never a silent skip).
 //! - [`IdleProcs`]: N real idle processes, killed and reaped on drop.
 //! - [`burn`]: CPU work with a known duration.
+//! - [`LoopDevice`]: a block device of the test's own.
 #![deny(missing_docs)]
 
+mod loopdev;
+pub use loopdev::LoopDevice;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 

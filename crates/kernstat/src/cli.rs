@@ -63,6 +63,9 @@ pub enum Command {
     Biolat(BiolatArgs),
     /// TCP retransmits per process, group and peer, and connect latency (tracepoints).
     Tcp(TcpArgs),
+    /// What hurt this machine most over a window, ranked, with culprits, victims,
+    /// evidence and the next command; now, or at a recorded moment (--at).
+    Why(WhyArgs),
     /// Notable kernel events (OOM kills: the victim, its group, the limit that fired,
     /// the biggest growers): the daemon's recent list, then each new one.
     Events(EventsArgs),
@@ -570,6 +573,36 @@ pub struct RunqlatArgs {
     pub interval: Option<u64>,
     /// Number of intervals (default: until Ctrl-C).
     pub count: Option<u64>,
+}
+
+/// `kernstat why`.
+#[derive(Clone, Debug, Args)]
+pub struct WhyArgs {
+    /// The window: 10 s live (the daemon's), 60 s with --at.
+    #[arg(long = "window", value_parser = parse_duration, value_name = "DURATION")]
+    pub window_arg: Option<Duration>,
+    /// Culprits and victims in this control group only (e.g. /system.slice/nginx.service).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+    /// One JSON object: {"window", "findings": [{"resource", "score", "notable",
+    /// "verdict", "culprits", "victims", "evidence", "next"}]}, ranked.
+    #[arg(long)]
+    pub json: bool,
+    /// Sample here even when a daemon runs.
+    #[arg(long)]
+    pub here: bool,
+    /// Thresholds from this file's [why] table (default: $XDG_CONFIG_HOME/kernstat/
+    /// config.toml when it exists; docs/why.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// A recorded moment (the window ending then).
+    #[command(flatten)]
+    pub replay: ReplayArgs,
+    /// Where the daemon is.
+    #[command(flatten)]
+    pub socket: SocketArg,
+    #[arg(skip)]
+    pub window: Duration,
 }
 
 /// `kernstat tcp`.

@@ -26,6 +26,7 @@ mod snapshot;
 mod source;
 mod tcp;
 mod top;
+mod why;
 mod writes;
 
 use kernstat_collect::{net_interval, selfcost, tasks};
@@ -61,6 +62,15 @@ fn main() {
         cli::Command::Biolat(a) => biolat::run(a),
         cli::Command::Events(a) => events::run(a),
         cli::Command::Tcp(a) => tcp::run(a),
+        cli::Command::Why(a) => {
+            let mut a = a.clone();
+            a.window = a.window_arg.unwrap_or(if a.replay.at.is_some() {
+                std::time::Duration::from_secs(60)
+            } else {
+                std::time::Duration::from_secs(10)
+            });
+            why::run(&a)
+        }
         cli::Command::Writes(a) => writes::run(a),
         cli::Command::Daemon(a) => daemon::run(a),
         cli::Command::Get(a) => Ok(client::get(a)),

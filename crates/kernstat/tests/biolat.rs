@@ -10,74 +10,12 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use kernstat_testkit::{bpf_gate, tool_gate};
+use kernstat_testkit::{bpf_gate, tool_gate, LoopDevice};
 use serde_json::Value;
-
-/// A loop device over a file of the test's own, detached when dropped.
-struct Loop {
-    dev: String,
-    _file: tempfile::NamedTempFile,
-}
-
-impl Loop {
-    fn new() -> Loop {
-        let file = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
-        file.as_file().set_len(64 << 20).unwrap();
-        let out = Command::new("losetup")
-            .args(["--find", "--show", "--direct-io=on"])
-            .arg(file.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Loop { dev, _file: file }
-    }
-
-    fn name(&self) -> &str {
-        self.dev.trim_start_matches("/dev/")
-    }
-
-    /// Writes completed on it, per /proc/diskstats.
-    fn writes(&self) -> u64 {
-        let stats = std::fs::read_to_string("/proc/diskstats").unwrap();
-        stats
-            .lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .find(|f| f.len() > 7 && f[2] == self.name())
-            .map(|f| f[7].parse().unwrap())
-            .unwrap_or(0)
-    }
-
-    /// `n` O_DIRECT writes of 4 KiB, one at a time.
-    fn write(&self, n: u32) {
-        let st = Command::new("dd")
-            .args([
-                "if=/dev/zero",
-                &format!("of={}", self.dev),
-                "bs=4096",
-                &format!("count={n}"),
-                "oflag=direct",
-                "status=none",
-            ])
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
-    }
-}
 
 /// `kernstat biolat -d DEV --json 1 SECS [extra]` running while `work` runs: the write
 /// completions counted and the merged histogram's median (µs).
-fn traced(lo: &Loop, extra: &[&str], work: impl FnOnce()) -> (u64, f64, u64) {
+fn traced(lo: &LoopDevice, extra: &[&str], work: impl FnOnce()) -> (u64, f64, u64) {
     let child = common::command()
         .args(["biolat", "-d", lo.name(), "-D", "--json"])
         .args(extra)
@@ -140,11 +78,11 @@ fn direct_writes_to_a_loop_device_are_counted_as_the_kernel_counts_them() {
     if !bpf_gate() || !tool_gate("losetup") {
         return;
     }
-    let lo = Loop::new();
+    let lo = LoopDevice::new(64);
     for extra in [&[][..], &["--pair"][..]] {
-        let before = lo.writes();
-        let (count, median, unstamped) = traced(&lo, extra, || lo.write(2000));
-        let kernel = lo.writes() - before;
+        let before = lo.writes_completed();
+        let (count, median, unstamped) = traced(&lo, extra, || lo.write_direct(2000));
+        let kernel = lo.writes_completed() - before;
         assert!(kernel >= 2000, "{kernel}");
         assert!(
             count.abs_diff(kernel) * 100 <= kernel,
@@ -159,7 +97,7 @@ fn biolatency_of_libbpf_tools_agrees_in_count_and_median() {
     if !bpf_gate() || !tool_gate("losetup") || !tool_gate("biolatency") {
         return;
     }
-    let lo = Loop::new();
+    let lo = LoopDevice::new(64);
     let peer = Command::new("biolatency")
         .args(["-D", "-d", lo.name(), "5", "1"])
         .stdout(Stdio::piped())
@@ -167,7 +105,7 @@ fn biolatency_of_libbpf_tools_agrees_in_count_and_median() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let (count, median, _) = traced(&lo, &[], || lo.write(2000));
+    let (count, median, _) = traced(&lo, &[], || lo.write_direct(2000));
     let out = peer.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     // "     64 -> 127        : 1873     |****|"

@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("kernstat-record", 1),
     ("kernstat-render", 1),
     ("kernstat-client", 1),
+    ("kernstat-why", 1),
     ("kernstat-os", 2),
     ("kernstat-collect", 3),
     ("kernstat-daemon", 3),

@@ -999,6 +999,20 @@ impl Collector for Scrape {
             )?;
         }
         kernel_counters(enc, &s.kernel)?;
+        if let Some(findings) = s.model.why.as_ref().and_then(|w| w["findings"].as_array()) {
+            labeled(
+                enc,
+                "kernstat_why_score",
+                "kernstat why over the daemon's last 10 s: the share of the window stalled on each resource (docs/why.md)",
+                MetricType::Gauge,
+                findings.iter().filter_map(|f| {
+                    Some((
+                        [("resource", f["resource"].as_str()?.to_string())],
+                        f["score"].as_f64()?,
+                    ))
+                }),
+            )?;
+        }
         if let Some(h) = &s.tcp_connect {
             family(
                 enc,

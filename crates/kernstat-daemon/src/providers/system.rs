@@ -236,6 +236,26 @@ pub const METRICS: &[Metric] = &[
     metric("oom.kills", |s| {
         s.model.counters.as_ref().map(|c| Int(c.oom_kills_total))
     }),
+    metric("why.top", |s| {
+        let top = s.model.why.as_ref()?["findings"].get(0).cloned();
+        let text = match top {
+            Some(f) if f["notable"] == true => f["verdict"].as_str().unwrap_or("").to_string(),
+            _ => "ok".to_string(),
+        };
+        Some(Value::Json(serde_json::to_vec(&text).ok()?))
+    }),
+    metric("why.score", |s| {
+        let f = s.model.why.as_ref()?["findings"].get(0)?.clone();
+        let notable = f["notable"] == true;
+        Some(Rounded(if notable {
+            f["score"].as_f64().unwrap_or(0.0)
+        } else {
+            0.0
+        }))
+    }),
+    metric("why.findings", |s| {
+        Some(Value::Json(serde_json::to_vec(s.model.why.as_ref()?).ok()?))
+    }),
     metric("oom.last", |s| {
         s.model.events.iter().rev().find_map(|e| match e {
             kernstat_model::events::Event::OomKill(_) => {
@@ -538,6 +558,9 @@ mod tests {
             ..Default::default()
         }];
         m.counters = Some(Default::default());
+        m.why = Some(
+            serde_json::json!({"findings": [{"notable": true, "verdict": "x", "score": 0.5}]}),
+        );
         m.tcp = Some(kernstat_model::tcp::TcpModel {
             connect_p99_ms: Some(1.0),
             ..Default::default()

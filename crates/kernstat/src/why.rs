@@ -1,0 +1,275 @@
+//! `kernstat why`: what hurt this machine most over a window, ranked, with culprits,
+//! victims, evidence and the next command (kernstat-why's rules). Live: the daemon's last
+//! 10 s when one answers and the window is its; else two readings of its own `--window`
+//! apart. `--at TIME`: the recorded frames of the window ending at TIME, and the events
+//! and retransmits recorded between them.
+
+use std::io::Write;
+use std::time::Duration;
+
+use kernstat_client::session::Session;
+use kernstat_model::events::Event;
+use kernstat_record::frame::Frame;
+use kernstat_why::{Between, Report, Snapshot, Thresholds};
+
+use crate::cli::WhyArgs;
+
+fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The daemon's report, when one answers.
+fn from_daemon(socket: Option<&std::path::Path>) -> Option<Report> {
+    let path = match socket {
+        Some(p) => p.to_path_buf(),
+        None => kernstat_client::default_socket().ok()?,
+    };
+    let mut s = Session::connect(&path).ok()?;
+    s.set_timeout(Some(Duration::from_secs(2))).ok()?;
+    let reply = s.get("why.findings", None).ok()?;
+    serde_json::from_value(reply.data?).ok()
+}
+
+/// The control group of process `pid` (cgroup v2 line of /proc/PID/cgroup).
+fn cgroup_of(pid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(|p| kernstat_model::text::printable(p).into_owned())
+}
+
+/// Two readings `window` apart, here.
+fn sample_here(window: Duration, thresholds: &Thresholds) -> anyhow::Result<Report> {
+    let roots = kernstat_sources::Roots::default();
+    let mut collector =
+        kernstat_collect::Collector::open(&kernstat_collect::collector::CollectOptions::default())?;
+    collector.with_counters(&roots);
+    collector.with_cgroups(&roots, Some(3), 500);
+    collector.with_tcp();
+    let mut oom = kernstat_collect::events::OomWatcher::open().ok();
+    let mut a = kernstat_model::RawSample::default();
+    let mut b = kernstat_model::RawSample::default();
+    collector.sample(&mut a)?;
+    let start = Snapshot::of(&a, unix_now_ns(), &cgroup_of);
+    eprintln!(
+        "kernstat: watching the machine for {} s...",
+        window.as_secs_f64()
+    );
+    std::thread::sleep(window);
+    collector.sample(&mut b)?;
+    let end = Snapshot::of(&b, unix_now_ns(), &cgroup_of);
+    let events: Vec<Event> = oom.as_mut().map(|w| w.poll()).unwrap_or_default();
+    let retrans: Vec<(u32, String, Option<String>, u64)> = b
+        .tcp
+        .retransmits
+        .iter()
+        .map(|s| {
+            (
+                s.pid,
+                s.comm.clone(),
+                (!s.cgroup.is_empty()).then(|| s.cgroup.clone()),
+                s.count,
+            )
+        })
+        .collect();
+    Ok(kernstat_why::findings(
+        &start,
+        &end,
+        &Between {
+            events: &events,
+            retransmits: &retrans,
+        },
+        thresholds,
+        "live",
+    ))
+}
+
+/// A recorded frame as a snapshot (its processes' groups as recorded).
+fn snapshot_of(f: &Frame) -> Snapshot {
+    let raw = kernstat_record::replay::raw_sample(f);
+    let cg = |pid: u32| {
+        let i = f.procs.partition_point(|p| p.pid < pid);
+        f.procs
+            .get(i)
+            .filter(|p| p.pid == pid && !p.cgroup.is_empty())
+            .map(|p| p.cgroup.clone())
+    };
+    Snapshot::of(&raw, f.time_unix_ns, &cg)
+}
+
+/// The recorded window ending at `--at`.
+fn recorded(
+    args: &WhyArgs,
+    at: &str,
+    thresholds: &Thresholds,
+) -> anyhow::Result<Result<Report, i32>> {
+    let (mut cursor, _) = match crate::replay::cursor_at(&args.replay, at)? {
+        Ok(c) => c,
+        Err(code) => return Ok(Err(code)),
+    };
+    let end = cursor
+        .current()
+        .expect("cursor_at stands on a frame")
+        .clone();
+    let from = end
+        .time_unix_ns
+        .saturating_sub(args.window.as_nanos() as u64);
+    // The frame at the window's start (the nearest: the archive's first at worst).
+    cursor.seek_nearest(from);
+    let start = cursor.current().cloned().unwrap_or_else(|| end.clone());
+    let mut events = Vec::new();
+    let mut retrans: Vec<(u32, String, Option<String>, u64)> = Vec::new();
+    while cursor
+        .current()
+        .is_some_and(|f| f.time_unix_ns < end.time_unix_ns)
+        && cursor.forward()
+    {
+        let f = cursor.current().expect("standing");
+        events.extend(f.events.iter().map(|e| e.to_model()));
+        for r in &f.retransmits {
+            let cgroup = (!r.cgroup.is_empty()).then(|| r.cgroup.clone());
+            match retrans.iter_mut().find(|x| x.0 == r.pid && x.1 == r.comm) {
+                Some(x) => x.3 += r.count,
+                None => retrans.push((r.pid, r.comm.clone(), cgroup, r.count)),
+            }
+        }
+    }
+    for w in cursor.warnings.drain(..) {
+        eprintln!("kernstat: {w}");
+    }
+    Ok(Ok(kernstat_why::findings(
+        &snapshot_of(&start),
+        &snapshot_of(&end),
+        &Between {
+            events: &events,
+            retransmits: &retrans,
+        },
+        thresholds,
+        "recorded",
+    )))
+}
+
+/// The thresholds: the [why] table of `--config`, else of the default config file when
+/// it exists, over the documented defaults.
+fn thresholds(config: Option<&std::path::Path>) -> Result<Thresholds, String> {
+    let path = match config {
+        Some(p) => p.to_path_buf(),
+        None => match kernstat_daemon::settings::default_path() {
+            Some(p) if p.exists() => p,
+            _ => return Ok(Thresholds::default()),
+        },
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let settings = kernstat_daemon::settings::Settings::parse(&text)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(settings.why.thresholds())
+}
+
+/// Keeps only what concerns group `path` (and below) in culprits and victims.
+fn within_group(report: &mut Report, path: &str) {
+    let inside = |c: &Option<String>| {
+        c.as_deref().is_some_and(|c| {
+            c == path || c.starts_with(&format!("{}/", path.trim_end_matches('/')))
+        })
+    };
+    for f in &mut report.findings {
+        f.culprits.retain(|p| inside(&p.cgroup));
+        f.victims.retain(|p| inside(&p.cgroup));
+    }
+}
+
+fn print_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{} window of {:.0} s ending {}",
+        r.window.source,
+        r.window.seconds,
+        kernstat_record::time::local_stamp(r.window.end_unix_ns)
+    )?;
+    if r.top().is_none() {
+        writeln!(
+            out,
+            "Nothing notable: every score is below its threshold (docs/why.md)."
+        )?;
+    }
+    // The notable findings; on a quiet machine, the highest score for reference.
+    let quiet = r.top().is_none();
+    for (i, f) in r.findings.iter().enumerate() {
+        if !f.notable && (i > 0 || !quiet) {
+            continue;
+        }
+        writeln!(
+            out,
+            "\n{}. [{}] {} (score {:.2}{})",
+            i + 1,
+            f.resource.name(),
+            f.verdict,
+            f.score,
+            if f.notable { "" } else { ", not notable" }
+        )?;
+        let who = |ps: &[kernstat_why::Party]| -> String {
+            ps.iter()
+                .take(3)
+                .map(|p| {
+                    let name = match p.pid {
+                        Some(pid) => format!("{pid} {}", p.comm),
+                        None => p.cgroup.clone().unwrap_or_default(),
+                    };
+                    format!("{name} ({:.0} %)", p.share * 100.0)
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !f.culprits.is_empty() {
+            writeln!(out, "   culprits: {}", who(&f.culprits))?;
+        }
+        if !f.victims.is_empty() {
+            writeln!(out, "   victims:  {}", who(&f.victims))?;
+        }
+        for e in f.evidence.iter().skip(1) {
+            writeln!(out, "   - {}", e.what)?;
+        }
+        writeln!(out, "   next: {}", f.next)?;
+    }
+    Ok(())
+}
+
+/// Runs `kernstat why`; returns the exit status.
+pub fn run(args: &WhyArgs) -> anyhow::Result<i32> {
+    let thresholds = match thresholds(args.config.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("kernstat why: {e}");
+            return Ok(2);
+        }
+    };
+    // The daemon ranks with the documented defaults: a user's own thresholds are
+    // applied to a window sampled here.
+    let defaults = thresholds == Thresholds::default();
+    let mut report = match &args.replay.at {
+        Some(at) => match recorded(args, at, &thresholds)? {
+            Ok(r) => r,
+            Err(code) => return Ok(code),
+        },
+        None if !args.here && defaults && args.window == Duration::from_secs(10) => {
+            match from_daemon(args.socket.socket.as_deref()) {
+                Some(r) if !r.findings.is_empty() => r,
+                _ => sample_here(args.window, &thresholds)?,
+            }
+        }
+        None => sample_here(args.window, &thresholds)?,
+    };
+    if let Some(path) = &args.cgroup {
+        within_group(&mut report, path);
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        print_text(&mut out, &report)?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,272 @@
+//! `kernstat why` on controlled workloads with known answers, live and recorded: each
+//! scenario runs while `why --here` watches it and a daemon records; the first finding's
+//! resource is the one the workload loads and its culprits include the workload's pid;
+//! after the workload ended, `why --at` over the same window says the same. The
+//! scenarios run one after another (one test), each on the machine as it is: what they
+//! load dominates whatever else runs.
+//!
+//! - CPU saturation: three busy loops on a machine of two CPUs;
+//! - I/O saturation: synchronous O_DIRECT writes to a loop device, without a pause;
+//! - packet loss: 5 % of a sender's segments lost in a private namespace (nftables);
+//! - an OOM kill: an allocation past a memory group's limit.
+//!
+//! The quiet case (no notable finding) is asked of a recorded quiet minute (the archive
+//! fixture), so that it does not depend on what else this machine runs. Throttling and
+//! memory pressure need cgroup v2 controllers: old_kernel.rs asks them in the 6.1 guest.
+//! Needs root.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use kernstat_testkit::{bpf_gate, tool_gate, workload_bin};
+use serde_json::Value;
+
+fn why(args: &[&str]) -> Value {
+    let out = common::command()
+        .arg("why")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The first finding's resource, and whether its culprits name `pid`.
+fn first(report: &Value, pid: u32) -> (String, bool) {
+    let f = &report["findings"][0];
+    let named = f["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(f["victims"].as_array().unwrap())
+        .any(|p| p["pid"] == pid);
+    (f["resource"].as_str().unwrap().to_string(), named)
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+struct Scenario {
+    name: &'static str,
+    resource: &'static str,
+    /// When it ran (the recorded window ends at `at`).
+    at: u64,
+    pid: u32,
+}
+
+/// Runs `work` (which returns the pid to look for and a guard), asks `why` live over 4 s
+/// and checks it; returns what to ask the archive later.
+fn live(
+    name: &'static str,
+    resource: &'static str,
+    start: impl FnOnce() -> (u32, Box<dyn FnOnce()>),
+) -> Scenario {
+    let (pid, stop) = start();
+    std::thread::sleep(Duration::from_millis(1500));
+    let r = why(&["--here", "--window", "4s"]);
+    let at = now_s();
+    std::thread::sleep(Duration::from_millis(1500));
+    stop();
+    let (got, named) = first(&r, pid);
+    assert_eq!(got, resource, "{name}: {r:#}");
+    assert!(named, "{name}: pid {pid} is not named: {r:#}");
+    assert_eq!(r["findings"][0]["notable"], true, "{name}: {r:#}");
+    Scenario {
+        name,
+        resource,
+        at,
+        pid,
+    }
+}
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(workload_bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn each_scenario_is_found_first_live_and_recorded() {
+    if !bpf_gate() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    // Dropped (killed) however the test ends.
+    let daemon = common::DaemonProc::start(&[
+        "--record",
+        archive.to_str().unwrap(),
+        "--record-interval",
+        "1",
+    ]);
+    std::thread::sleep(Duration::from_secs(3));
+    let mut done = Vec::new();
+
+    done.push(live("CPU saturation", "cpu", || {
+        let spinners: Vec<Child> = (0..3).map(|_| spawn(&["spin"])).collect();
+        let pid = spinners[0].id();
+        (
+            pid,
+            Box::new(move || {
+                for mut s in spinners {
+                    let _ = s.kill();
+                    let _ = s.wait();
+                }
+            }),
+        )
+    }));
+
+    if tool_gate("losetup") {
+        let lo = kernstat_testkit::LoopDevice::new(256);
+        let dev = lo.path().to_string();
+        done.push(live("I/O saturation", "io", || {
+            let mut dd = Command::new("dd")
+                .args([
+                    "if=/dev/zero",
+                    &format!("of={dev}"),
+                    "bs=4096",
+                    "count=1000000",
+                    "oflag=direct,dsync",
+                    "status=none",
+                ])
+                .spawn()
+                .unwrap();
+            let pid = dd.id();
+            (
+                pid,
+                Box::new(move || {
+                    let _ = dd.kill();
+                    let _ = dd.wait();
+                }),
+            )
+        }));
+        drop(lo);
+    }
+
+    if tool_gate("nft") && tool_gate("iperf3") {
+        let id = std::process::id() % 10_000;
+        let (s, r) = (format!("kswys{id}"), format!("kswyr{id}"));
+        let sh = |script: &str| {
+            let st = Command::new("sh").arg("-c").arg(script).status().unwrap();
+            assert!(st.success(), "{script}");
+        };
+        sh(&format!(
+            "ip netns add {s} && ip netns add {r} && \
+             ip link add kwy{id}a netns {s} type veth peer name kwy{id}b netns {r} && \
+             ip -n {s} addr add 10.78.9.1/24 dev kwy{id}a && ip -n {s} link set kwy{id}a up && \
+             ip -n {r} addr add 10.78.9.2/24 dev kwy{id}b && ip -n {r} link set kwy{id}b up && \
+             printf 'table inet l {{\\n chain in {{\\n  type filter hook input priority 0;\\n  ip saddr 10.78.9.1 tcp dport 5297 numgen random mod 100 < 5 drop\\n }}\\n}}\\n' | ip netns exec {r} nft -f -"
+        ));
+        struct Namespaces(String, String);
+        impl Drop for Namespaces {
+            fn drop(&mut self) {
+                let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+                let _ = Command::new("ip").args(["netns", "del", &self.1]).status();
+            }
+        }
+        let namespaces = Namespaces(s.clone(), r.clone());
+        let mut server = Command::new("ip")
+            .args(["netns", "exec", &r, "iperf3", "-s", "-p", "5297"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        done.push(live("packet loss", "network", || {
+            let mut client = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &s,
+                    "iperf3",
+                    "-c",
+                    "10.78.9.2",
+                    "-p",
+                    "5297",
+                    "-t",
+                    "20",
+                ])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            let pid = client.id();
+            (
+                pid,
+                Box::new(move || {
+                    let _ = client.kill();
+                    let _ = client.wait();
+                }),
+            )
+        }));
+        let _ = server.kill();
+        let _ = server.wait();
+        drop(namespaces);
+    }
+
+    let mem = Path::new("/sys/fs/cgroup/memory");
+    if mem.join("cgroup.procs").exists() {
+        let group = mem.join(format!("ks-why-{}", std::process::id()));
+        std::fs::create_dir(&group).unwrap();
+        std::fs::write(
+            group.join("memory.limit_in_bytes"),
+            (64u64 << 20).to_string(),
+        )
+        .unwrap();
+        let procs = group.join("cgroup.procs");
+        done.push(live("OOM kill", "oom", || {
+            let mut child = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "echo $$ > {} && sleep 3 && exec {} alloc 256",
+                    procs.display(),
+                    workload_bin().display()
+                ))
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            (
+                pid,
+                Box::new(move || {
+                    let _ = child.wait();
+                }),
+            )
+        }));
+        let _ = std::fs::remove_dir(&group);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    drop(daemon);
+
+    // The same windows, recorded, asked after the fact.
+    let a = archive.to_str().unwrap();
+    for s in &done {
+        let r = why(&[
+            "--at",
+            &format!("@{}", s.at),
+            "--window",
+            "4s",
+            "--archive",
+            a,
+        ]);
+        let (got, named) = first(&r, s.pid);
+        assert_eq!(got, s.resource, "{} recorded: {r:#}", s.name);
+        assert!(
+            named,
+            "{} recorded: pid {} is not named: {r:#}",
+            s.name, s.pid
+        );
+    }
+    assert!(done.len() >= 2, "scenarios run: {}", done.len());
+}
