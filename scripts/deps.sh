@@ -4,7 +4,8 @@
 #          builds libbpf from source), gcc and make.
 #   test:  build + the workloads and peers the tests compare against (stress-ng, taskset,
 #          setpriv, Prometheus and promtool, iperf3), and the real Waybar under headless sway for the end-to-end test
-#          (sway, waybar, grim, tesseract, a font), and qemu with busybox for booting
+#          (sway, waybar, grim, tesseract, a font), headless Chromium for `kernstat view`'s
+#          page, and qemu with busybox for booting
 #          Linux 6.1 (the CO-RE fallback test), and the tools whose files the context
 #          providers read, to make real layouts and compare answers (kubectl from
 #          kubernetes-client, direnv, python3's venv, sudo), and the shells, tmux and neovim
@@ -18,7 +19,7 @@ build="clang libelf-dev zlib1g-dev pkg-config gcc make"
 peers="gcc-aarch64-linux-gnu stress-ng util-linux libcap2-bin procps libbpf-tools bpftool git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace tmux zsh bash fish neovim iperf3 nftables iproute2"
 # The desktop pieces get their recommended packages too (icon theme, MIME data):
 # GTK programs started with a bare minimum tend to draw nothing and say little.
-desktop="sway waybar grim tesseract-ocr fonts-dejavu-core"
+desktop="sway waybar grim tesseract-ocr fonts-dejavu-core chromium"
 case "${1:-build}" in
   build) lean=$build; full="" ;;
   test) lean="$build $peers"; full=$desktop ;;

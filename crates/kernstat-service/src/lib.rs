@@ -639,6 +639,7 @@ impl WhyWindow {
                 &kernstat_why::Between {
                     events: &events,
                     retransmits: &self.retransmits,
+                    ended: &[],
                 },
                 &kernstat_why::Thresholds::default(),
                 "live",

@@ -611,3 +611,10 @@ pub fn cgroup_usage_us(group: &std::path::Path) -> u64 {
         .and_then(|v| v.trim().parse().ok())
         .expect("usage_usec in cpu.stat")
 }
+
+/// Now, in seconds since the Unix epoch (for `--at @SECONDS` and recorded times).
+pub fn unix_now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

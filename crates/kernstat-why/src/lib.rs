@@ -14,9 +14,11 @@
 //! and on a recorded window (two frames and the events between): the inputs are
 //! [`Snapshot`]s of cumulative counters, made from a raw sample either way.
 
+mod recorded;
 mod rules;
 mod snapshot;
 
+pub use recorded::{recorded, snapshot_of};
 pub use rules::{findings, Between, Rule, Thresholds, RULES};
 pub use snapshot::{GroupSnap, ProcSnap, Snapshot};
 

@@ -137,6 +137,9 @@ pub struct Between<'a> {
     /// TCP segments retransmitted in the window per process: (pid, command, group,
     /// segments).
     pub retransmits: &'a [(u32, String, Option<String>, u64)],
+    /// Processes that ended in the window, with their last counters (the recorder's
+    /// exit hook): a burst that ended before the window did is still its culprit.
+    pub ended: &'a [crate::ProcSnap],
 }
 
 /// The window's findings from its two ends, ranked (highest score first).
@@ -151,6 +154,7 @@ pub fn findings(
     let w = Window {
         start,
         end,
+        ended: between.ended,
         dt_s: dt_ns as f64 / 1e9,
     };
     let mut out = vec![
@@ -178,6 +182,8 @@ pub fn findings(
 struct Window<'a> {
     start: &'a Snapshot,
     end: &'a Snapshot,
+    /// Processes that ended in the window, with their last counters.
+    ended: &'a [crate::ProcSnap],
     dt_s: f64,
 }
 
@@ -188,14 +194,20 @@ impl Window<'_> {
         Some((b.saturating_sub(a) as f64 / 1e6 / self.dt_s).clamp(0.0, 1.0))
     }
 
-    /// Per process present at both ends (or born in between): f(before, now).
+    /// Per process alive at the end, or ended in the window (born in it or not):
+    /// f(before, last).
     fn per_proc<F: Fn(Option<&crate::ProcSnap>, &crate::ProcSnap) -> u64>(
         &self,
         f: F,
     ) -> Vec<(&crate::ProcSnap, u64)> {
+        let ended = self
+            .ended
+            .iter()
+            .filter(|p| self.end.proc(p.pid, p.start).is_none());
         self.end
             .procs
             .iter()
+            .chain(ended)
             .filter(|p| !p.kthread)
             .map(|p| (p, f(self.start.proc(p.pid, p.start), p)))
             .filter(|(_, v)| *v > 0)
@@ -766,10 +778,35 @@ mod tests {
         let between = Between {
             events: &events,
             retransmits: &[],
+            ended: &[],
         };
         let r = findings(&a, &b, &between, &Thresholds::default(), "test");
         assert_eq!(r.findings[0].resource, Resource::Oom);
         assert_eq!(r.findings[0].victims[0].pid, Some(7));
+    }
+
+    #[test]
+    fn a_process_that_ended_in_the_window_is_still_its_culprit() {
+        let a = snap(0, 0, vec![p(2, 0, 0)]);
+        let b = snap(10, 6_000_000, vec![p(2, 1, 0)]);
+        let burst = ProcSnap {
+            pid: 9,
+            start: 9,
+            comm: "burst".into(),
+            cpu_ns: 8_000_000_000,
+            ..ProcSnap::default()
+        };
+        let between = Between {
+            ended: std::slice::from_ref(&burst),
+            ..Between::default()
+        };
+        let r = findings(&a, &b, &between, &Thresholds::default(), "test");
+        let cpu = r
+            .findings
+            .iter()
+            .find(|f| f.resource == Resource::Cpu)
+            .unwrap();
+        assert_eq!(cpu.culprits[0].pid, Some(9), "{cpu:?}");
     }
 
     #[test]

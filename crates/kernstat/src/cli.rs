@@ -66,6 +66,9 @@ pub enum Command {
     /// What hurt this machine most over a window, ranked, with culprits, victims,
     /// evidence and the next command; now, or at a recorded moment (--at).
     Why(WhyArgs),
+    /// The recorded history as a page: timelines, latency heatmaps, the process table
+    /// and groups at any moment, why, and two windows compared (a URL with a token).
+    View(ViewArgs),
     /// Notable kernel events (OOM kills: the victim, its group, the limit that fired,
     /// the biggest growers): the daemon's recent list, then each new one.
     Events(EventsArgs),
@@ -619,6 +622,21 @@ pub struct TcpArgs {
     pub interval: Option<u64>,
     /// Number of intervals (default: until Ctrl-C).
     pub count: Option<u64>,
+}
+
+/// `kernstat view`.
+#[derive(Clone, Debug, Args)]
+pub struct ViewArgs {
+    /// The archive to show (default as for --at).
+    #[arg(long, value_name = "DIR")]
+    pub archive: Option<PathBuf>,
+    /// Listen here (loopback by default; another address needs --token-file).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9099")]
+    pub listen: std::net::SocketAddr,
+    /// The token every request must carry, from this file (first line; at least 16
+    /// characters); default: a random one, printed in the URL.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// `kernstat events`.

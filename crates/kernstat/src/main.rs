@@ -26,6 +26,7 @@ mod snapshot;
 mod source;
 mod tcp;
 mod top;
+mod view;
 mod why;
 mod writes;
 
@@ -71,6 +72,7 @@ fn main() {
             });
             why::run(&a)
         }
+        cli::Command::View(a) => view::run(a),
         cli::Command::Writes(a) => writes::run(a),
         cli::Command::Daemon(a) => daemon::run(a),
         cli::Command::Get(a) => Ok(client::get(a)),

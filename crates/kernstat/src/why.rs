@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use kernstat_client::session::Session;
 use kernstat_model::events::Event;
-use kernstat_record::frame::Frame;
 use kernstat_why::{Between, Report, Snapshot, Thresholds};
 
 use crate::cli::WhyArgs;
@@ -80,23 +79,11 @@ fn sample_here(window: Duration, thresholds: &Thresholds) -> anyhow::Result<Repo
         &Between {
             events: &events,
             retransmits: &retrans,
+            ended: &[],
         },
         thresholds,
         "live",
     ))
-}
-
-/// A recorded frame as a snapshot (its processes' groups as recorded).
-fn snapshot_of(f: &Frame) -> Snapshot {
-    let raw = kernstat_record::replay::raw_sample(f);
-    let cg = |pid: u32| {
-        let i = f.procs.partition_point(|p| p.pid < pid);
-        f.procs
-            .get(i)
-            .filter(|p| p.pid == pid && !p.cgroup.is_empty())
-            .map(|p| p.cgroup.clone())
-    };
-    Snapshot::of(&raw, f.time_unix_ns, &cg)
 }
 
 /// The recorded window ending at `--at`.
@@ -109,46 +96,12 @@ fn recorded(
         Ok(c) => c,
         Err(code) => return Ok(Err(code)),
     };
-    let end = cursor
-        .current()
-        .expect("cursor_at stands on a frame")
-        .clone();
-    let from = end
-        .time_unix_ns
-        .saturating_sub(args.window.as_nanos() as u64);
-    // The frame at the window's start (the nearest: the archive's first at worst).
-    cursor.seek_nearest(from);
-    let start = cursor.current().cloned().unwrap_or_else(|| end.clone());
-    let mut events = Vec::new();
-    let mut retrans: Vec<(u32, String, Option<String>, u64)> = Vec::new();
-    while cursor
-        .current()
-        .is_some_and(|f| f.time_unix_ns < end.time_unix_ns)
-        && cursor.forward()
-    {
-        let f = cursor.current().expect("standing");
-        events.extend(f.events.iter().map(|e| e.to_model()));
-        for r in &f.retransmits {
-            let cgroup = (!r.cgroup.is_empty()).then(|| r.cgroup.clone());
-            match retrans.iter_mut().find(|x| x.0 == r.pid && x.1 == r.comm) {
-                Some(x) => x.3 += r.count,
-                None => retrans.push((r.pid, r.comm.clone(), cgroup, r.count)),
-            }
-        }
-    }
+    let report = kernstat_why::recorded(&mut cursor, args.window.as_nanos() as u64, thresholds)
+        .expect("cursor_at stands on a frame");
     for w in cursor.warnings.drain(..) {
         eprintln!("kernstat: {w}");
     }
-    Ok(Ok(kernstat_why::findings(
-        &snapshot_of(&start),
-        &snapshot_of(&end),
-        &Between {
-            events: &events,
-            retransmits: &retrans,
-        },
-        thresholds,
-        "recorded",
-    )))
+    Ok(Ok(report))
 }
 
 /// The thresholds: the [why] table of `--config`, else of the default config file when

@@ -51,13 +51,6 @@ fn first(report: &Value, pid: u32) -> (String, bool) {
     (f["resource"].as_str().unwrap().to_string(), named)
 }
 
-fn now_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
 struct Scenario {
     name: &'static str,
     resource: &'static str,
@@ -76,7 +69,7 @@ fn live(
     let (pid, stop) = start();
     std::thread::sleep(Duration::from_millis(1500));
     let r = why(&["--here", "--window", "4s"]);
-    let at = now_s();
+    let at = kernstat_testkit::unix_now_s() as u64;
     std::thread::sleep(Duration::from_millis(1500));
     stop();
     let (got, named) = first(&r, pid);

@@ -51,7 +51,12 @@ const TEXT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 const INDEX: &str = "<html><head><title>kernstat</title></head><body>\
 <h1>kernstat</h1><p><a href=\"/metrics\">Metrics</a></p></body></html>\n";
 
-fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+/// A response with `status`, its content type and body.
+pub fn reply(
+    status: StatusCode,
+    content_type: &str,
+    body: impl Into<Bytes>,
+) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(body.into()));
     *r.status_mut() = status;
     if let Ok(v) = HeaderValue::from_str(content_type) {
@@ -162,9 +167,29 @@ pub async fn serve(
     exporter: Arc<Exporter>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let handler = move |req: Request<Incoming>| {
+        let r = respond(&exporter, &req);
+        async move { r }
+    };
+    serve_with(listener, handler, shutdown).await
+}
+
+/// Serves `listener` with `handler` under this module's limits (connections, header
+/// time and size, lifetime) until `shutdown` resolves: the metrics endpoint's, and any
+/// other HTTP endpoint kernstat opens (`kernstat view`). Must run on a tokio runtime.
+pub async fn serve_with<F, Fut>(
+    listener: std::net::TcpListener,
+    handler: F,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()>
+where
+    F: Fn(Request<Incoming>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
     listener.set_nonblocking(true)?;
     let listener = TcpListener::from_std(listener)?;
     let slots = Arc::new(Slots::default());
+    let handler = Arc::new(handler);
     tokio::pin!(shutdown);
     loop {
         let Some(stream) = crate::accept::next(|| listener.accept(), &mut shutdown).await else {
@@ -172,14 +197,14 @@ pub async fn serve(
         };
         let (id, active, evict) = slots.take();
         let _ = stream.set_nodelay(true);
-        let exporter = exporter.clone();
+        let handler = handler.clone();
         let slots = slots.clone();
         tokio::spawn(async move {
             let touched = active.clone();
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                 touched.store(now_ns(), Ordering::Relaxed);
-                let r = respond(&exporter, &req);
-                async move { Ok::<_, Infallible>(r) }
+                let r = handler(req);
+                async move { Ok::<_, Infallible>(r.await) }
             });
             // half_close: a client that shuts its sending side after the request (`nc
             // -N`, fortio -halfclose) is still answered, as RFC 9112 9.6 asks; hyper's

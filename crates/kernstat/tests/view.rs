@@ -1,0 +1,326 @@
+//! `kernstat view` in a real browser (Debian's headless Chromium, which runs the page's
+//! script and prints the DOM it built): a daemon records a known workload (three busy
+//! loops on two CPUs for 6 s, killed at a known time), then the page over that archive
+//! must show the CPU peak inside the burst, a busy loop first in the process table of a
+//! moment inside it, a loop among the processes that ended in the interval holding the
+//! kill, run-queue latencies in the heatmap, and `why` ranking cpu first for the burst
+//! with a loop named. The page reports what it drew in a hidden element (its `state`);
+//! screenshots go to the test's output directory. Access: no token or a wrong one is
+//! 403; a non-loopback address without --token-file is refused; 1,000 requests at once
+//! are each answered or closed, and the server answers after them. Needs root (BPF).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kernstat_testkit::{bpf_gate, tool_gate, workload_bin};
+use serde_json::Value;
+
+/// The view server; killed on drop.
+struct View {
+    child: Child,
+    url: String,
+}
+
+impl View {
+    fn start(archive: &std::path::Path) -> View {
+        let mut child = common::command()
+            .args(["view", "--listen", "127.0.0.1:0", "--archive"])
+            .arg(archive)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("http://127.0.0.1:"), "{line:?}");
+        View {
+            child,
+            url: line.trim().to_string(),
+        }
+    }
+
+    fn base(&self) -> &str {
+        self.url.split("/?").next().unwrap()
+    }
+
+    fn token(&self) -> &str {
+        self.url.split("token=").nth(1).unwrap()
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A plain HTTP/1.1 GET: (status, body).
+fn get(base: &str, path: &str) -> (u16, String) {
+    let addr = base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+/// The page at `query` in headless Chromium: the state it published, and a screenshot
+/// named `shot` in the test's output directory.
+fn page(view: &View, query: &str, shot: &str) -> Value {
+    let url = format!("{}&{query}", view.url);
+    let run = |extra: &[&str]| {
+        Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--window-size=1300,2000",
+                "--virtual-time-budget=30000",
+            ])
+            .args(extra)
+            .arg(&url)
+            .stderr(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--dump-dom"]);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let state = dom
+        .split("<pre id=\"state\" hidden=\"\">")
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .unwrap_or_else(|| panic!("no state in the page: {dom}"));
+    let state = state
+        .replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let shot = dir.join(shot);
+    run(&[&format!("--screenshot={}", shot.display())]);
+    serde_json::from_str(&state).unwrap_or_else(|e| panic!("{e}: {state}"))
+}
+
+#[test]
+fn the_page_shows_a_recorded_burst_where_and_who_it_was() {
+    if !bpf_gate() || !tool_gate("chromium") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    let daemon = common::DaemonProc::start(&[
+        "--record",
+        archive.to_str().unwrap(),
+        "--record-interval",
+        "1",
+        "--metrics",
+        "127.0.0.1:0",
+        "--collect",
+        "runqlat",
+    ]);
+    std::thread::sleep(Duration::from_secs(4));
+    let burst_start = kernstat_testkit::unix_now_s();
+    let mut loops: Vec<Child> = (0..3)
+        .map(|_| {
+            Command::new(workload_bin())
+                .arg("spin")
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let pids: Vec<u32> = loops.iter().map(Child::id).collect();
+    std::thread::sleep(Duration::from_secs(6));
+    for l in &mut loops {
+        let _ = l.kill();
+        let _ = l.wait();
+    }
+    let burst_end = kernstat_testkit::unix_now_s();
+    std::thread::sleep(Duration::from_secs(4));
+    drop(daemon);
+
+    let view = View::start(&archive);
+    let mid = (burst_start + burst_end) / 2.0;
+    let (from, to) = (burst_start - 4.0, burst_end + 3.0);
+
+    // The burst and who it was.
+    let s = page(
+        &view,
+        &format!("from={from:.3}&to={to:.3}&t={mid:.3}"),
+        "view-burst.png",
+    );
+    assert!(s.get("error").is_none(), "{s:#}");
+    let series = &s["series"];
+    let peak_t = series["cpu_peak_time"].as_f64().unwrap();
+    assert!(
+        peak_t >= burst_start - 1.0 && peak_t <= burst_end + 1.0,
+        "the CPU peak at {peak_t} is outside the burst {burst_start}..{burst_end}: {s:#}"
+    );
+    assert!(series["cpu_peak"].as_f64().unwrap() > 50.0, "{s:#}");
+    let top = &s["moment"]["top_cpu"];
+    assert!(
+        pids.contains(&(top["pid"].as_u64().unwrap() as u32)),
+        "the busiest process at {mid} is not a loop ({pids:?}): {s:#}"
+    );
+    assert!(s["heatmap"]["total"].as_u64().unwrap() > 0, "{s:#}");
+    let why = &s["why"][0];
+    assert_eq!(why["resource"], "cpu", "{s:#}");
+    assert_eq!(why["notable"], true, "{s:#}");
+    assert!(
+        why["culprits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| pids.contains(&(p.as_u64().unwrap_or(0) as u32))),
+        "{s:#}"
+    );
+
+    // The interval holding the kill lists the loops as ended.
+    let s = page(
+        &view,
+        &format!("from={from:.3}&to={to:.3}&t={burst_end:.3}&why=0"),
+        "view-ended.png",
+    );
+    let ended: Vec<u64> = s["moment"]["ended"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    assert!(
+        pids.iter().any(|p| ended.contains(&u64::from(*p))),
+        "no loop among the ended {ended:?} ({pids:?}): {s:#}"
+    );
+
+    // Access.
+    let base = view.base().to_string();
+    assert_eq!(get(&base, "/").0, 403);
+    assert_eq!(
+        get(&base, "/?token=0123456789abcdef0123456789abcdef").0,
+        403
+    );
+    assert_eq!(get(&base, "/api/span").0, 403);
+    let (code, body) = get(&base, &format!("/api/span?token={}", view.token()));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        get(
+            &base,
+            &format!("/api/series?token={}&from=x&to=1", view.token())
+        )
+        .0,
+        400
+    );
+    assert_eq!(
+        get(&base, &format!("/api/nope?token={}", view.token())).0,
+        404
+    );
+    let refused = common::command()
+        .args(["view", "--listen", "0.0.0.0:0", "--archive"])
+        .arg(&archive)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+
+    // 1,000 requests at once: each answered (200, or 503 when the queue is full) or its
+    // connection closed, none left hanging, and the server answers afterwards.
+    let t = Instant::now();
+    let token = view.token().to_string();
+    let threads: Vec<_> = (0..1000)
+        .map(|i| {
+            let base = base.clone();
+            let token = token.clone();
+            std::thread::spawn(move || {
+                let path = if i % 2 == 0 {
+                    format!("/api/span?token={token}")
+                } else {
+                    format!("/api/series?token={token}&from=0&to=99999999999&points=100")
+                };
+                get(&base, &path).0
+            })
+        })
+        .collect();
+    let codes: Vec<u16> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(
+        codes.iter().all(|c| [0, 200, 503].contains(c)),
+        "{:?}",
+        codes
+            .iter()
+            .filter(|c| ![0, 200, 503].contains(*c))
+            .collect::<Vec<_>>()
+    );
+    assert!(codes.iter().filter(|c| **c == 200).count() > 0);
+    eprintln!(
+        "1,000 requests in {:?}: {} answered, {} busy, {} closed",
+        t.elapsed(),
+        codes.iter().filter(|c| **c == 200).count(),
+        codes.iter().filter(|c| **c == 503).count(),
+        codes.iter().filter(|c| **c == 0).count()
+    );
+    assert_eq!(get(&base, &format!("/api/span?token={token}")).0, 200);
+}
+
+/// The Grafana dashboard in dist/ asks only for series the live endpoint serves: every
+/// metric name in its queries is a family of a daemon's /metrics (with the histograms
+/// collected, after its first `why` window).
+#[test]
+fn the_grafana_dashboard_asks_for_series_that_exist() {
+    if !bpf_gate() {
+        return;
+    }
+    let dash: Value =
+        serde_json::from_str(include_str!("../../../dist/grafana/kernstat.json")).unwrap();
+    let mut names = Vec::new();
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap();
+            let mut rest = expr;
+            while let Some(i) = rest.find("kernstat_") {
+                let name: String = rest[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                rest = &rest[i + name.len()..];
+                names.push(name);
+            }
+        }
+    }
+    assert!(names.len() >= 10, "{names:?}");
+    let d = common::MetricsDaemon::start("1", &["--collect", "runqlat,biolat"]);
+    let t = Instant::now();
+    loop {
+        let text = d.scrape();
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|n| {
+                !text
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{n}{{")) || l.starts_with(&format!("{n} ")))
+            })
+            .collect();
+        if missing.is_empty() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "not served: {missing:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
