@@ -328,6 +328,8 @@ impl Cursor {
         };
         let parsed = if version == 1 {
             crate::v1::decode(&raw)
+        } else if version == 2 {
+            crate::v2::decode(&raw)
         } else {
             postcard::from_bytes::<Frame>(&raw).map_err(|e| e.to_string())
         };
@@ -351,7 +353,9 @@ impl Cursor {
         // The next delta's prefix, as the writer made it: after a key frame of format 2,
         // the key frame's differences from itself (taken before cleaning the text, as
         // the writer had it).
-        let raw = if head.key && version >= 2 {
+        let raw = if head.key && version == 2 {
+            crate::v2::template(&frame)
+        } else if head.key && version >= 3 {
             crate::delta::template(&frame)
         } else {
             raw

@@ -63,9 +63,14 @@ pub mod bounded {
     }
 }
 
-/// One recorded moment.
+/// One recorded moment, as this version writes it.
+pub type Frame = FrameOf<Proc>;
+
+/// One recorded moment, with its processes of type `P` ([`Proc`]; an older format's
+/// process record while an older file is read, see [`crate::v2`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Frame {
+#[serde(bound(deserialize = "P: Deserialize<'de>", serialize = "P: Serialize"))]
+pub struct FrameOf<P> {
     /// When it was taken, ns since the Unix epoch.
     pub time_unix_ns: u64,
     /// CLOCK_BOOTTIME when the processes were read, ns (their start and exit times are on
@@ -75,7 +80,7 @@ pub struct Frame {
     pub machine: Machine,
     /// Every process, sorted by pid (those past the per-user bounds are in `summaries`).
     #[serde(deserialize_with = "bounded::procs")]
-    pub procs: Vec<Proc>,
+    pub procs: Vec<P>,
     /// Processes that ended since the frame before, in the order they ended.
     #[serde(deserialize_with = "bounded::others")]
     pub ended: Vec<Ended>,
@@ -665,6 +670,33 @@ impl kernstat_model::rates::ProcessCounters for Ended {
 /// (received, sent) over every kind.
 pub fn total(n: [[u64; 4]; 2]) -> (u64, u64) {
     (n[0].iter().sum(), n[1].iter().sum())
+}
+
+impl<P> FrameOf<P> {
+    /// The same frame with each process turned by `f` (an older format's records into
+    /// this one's).
+    pub fn map_procs<Q>(self, f: impl FnMut(P) -> Q) -> FrameOf<Q> {
+        FrameOf {
+            time_unix_ns: self.time_unix_ns,
+            boot_ns: self.boot_ns,
+            machine: self.machine,
+            procs: self.procs.into_iter().map(f).collect(),
+            ended: self.ended,
+            ended_lost: self.ended_lost,
+            exits_hook: self.exits_hook,
+            summaries: self.summaries,
+            groups: self.groups,
+            groups_mount: self.groups_mount,
+            groups_layout: self.groups_layout,
+            links: self.links,
+            disks: self.disks,
+            hists: self.hists,
+            events: self.events,
+            tcp: self.tcp,
+            retransmits: self.retransmits,
+            v1_cpu_percent: self.v1_cpu_percent,
+        }
+    }
 }
 
 impl Frame {

@@ -12,7 +12,7 @@
 //!
 //! `codec` holds the bytes and reads them without trusting them; `writer` appends (one
 //! writer per directory, retention with a floor); `archive` reads through a cursor;
-//! `v1` reads the files of format 1; `names`, `locate` and `time` are file names, which
+//! `v1` and `v2` read the files of formats 1 and 2; `names`, `locate` and `time` are file names, which
 //! archive to read, and the times people type.
 #![deny(missing_docs)]
 
@@ -26,6 +26,7 @@ pub mod names;
 pub mod replay;
 pub mod time;
 mod v1;
+pub mod v2;
 pub mod writer;
 
 pub use archive::{Archive, Cursor, ReadError, SeekError};

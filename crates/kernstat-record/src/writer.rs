@@ -26,7 +26,7 @@ use crate::frame::Frame;
 use crate::names::{self, Place};
 
 /// Format version written; a reader reads this and every older one.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 
 /// A key frame at least this often (in frames): 5 minutes at the default 5 s.
 pub const KEY_EVERY: u32 = 60;
@@ -197,7 +197,7 @@ impl Writer {
     }
 
     /// Opens the file for `place` to append: the hour's latest part when it is a
-    /// version-2 file of ours under its share (cut back to its last whole frame), else a
+    /// current-version file of ours under its share (cut back to its last whole frame), else a
     /// new part beside it.
     fn open_file(&mut self, mut place: Place) -> io::Result<()> {
         let parts: Vec<(String, Place, u64)> = self

@@ -299,3 +299,58 @@ fn the_version_1_fixture_reads() {
         .iter()
         .all(|f| f.procs.iter().all(|p| p.start_ns > 0 || p.pid < 3)));
 }
+
+/// A file written by format 2's writer (before each process's run delay was recorded)
+/// reads to the same values, its deltas applied, with a run delay of 0.
+#[test]
+fn the_version_2_fixture_reads() {
+    check_fixture("v2");
+}
+
+/// The fixture of the version written now reads to the values it was written with
+/// (examples/write_fixture.rs): a format change that slips through fails here.
+#[test]
+fn the_current_version_fixture_reads() {
+    assert_eq!(
+        kernstat_record::VERSION,
+        3,
+        "a new version: keep v3's reader and write its fixture"
+    );
+    check_fixture("v3");
+}
+
+fn check_fixture(version: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(version);
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
+    let (frames, warnings) = all(&dir);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(frames.len() as u64, expected["frames"].as_u64().unwrap());
+    for (i, f) in frames.iter().enumerate() {
+        assert_eq!(f.time_unix_ns, expected["times"][i].as_u64().unwrap());
+        assert_eq!(f.machine.busy_ns, expected["busy_ns"][i].as_u64().unwrap());
+        let pids: Vec<u64> = f.procs.iter().map(|p| u64::from(p.pid)).collect();
+        let want: Vec<u64> = expected["pids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(pids, want);
+    }
+    let last = &expected["last"];
+    let p = frames[3]
+        .procs
+        .iter()
+        .find(|p| u64::from(p.pid) == last["pid"].as_u64().unwrap())
+        .unwrap();
+    assert_eq!(p.cpu_ns, last["cpu_ns"].as_u64().unwrap());
+    assert_eq!(p.write_bytes, last["write_bytes"].as_u64().unwrap());
+    assert_eq!(p.net.unwrap()[1][3], last["net_tx_other"].as_u64().unwrap());
+    assert_eq!(p.comm, last["comm"].as_str().unwrap());
+    assert_eq!(p.cmd, last["cmd"].as_str().unwrap());
+    assert_eq!(p.cgroup, last["cgroup"].as_str().unwrap());
+    assert_eq!(p.run_delay_ns, last["run_delay_ns"].as_u64().unwrap_or(0));
+}

@@ -78,10 +78,10 @@ fn plain_procs() -> Vec<Proc> {
         .collect()
 }
 
-/// A file with the archive's header, version 2.
+/// A file with the archive's header, of the version written now.
 fn header() -> Vec<u8> {
     let mut h = MAGIC.to_vec();
-    h.extend_from_slice(&2u16.to_le_bytes());
+    h.extend_from_slice(&kernstat_record::VERSION.to_le_bytes());
     h
 }
 
