@@ -215,6 +215,18 @@ impl Collector {
         Ok(())
     }
 
+    /// Stops reading what a view does not show: the interfaces' counters
+    /// (/proc/net/dev) unless `links`, the per-process network map (and its hooks,
+    /// detached) unless `processes`.
+    pub fn keep_network(&mut self, links: bool, processes: bool) {
+        if !links {
+            self.links = None;
+        }
+        if !processes {
+            self.net = None;
+        }
+    }
+
     /// Links and per-process network. Neither can fail the sample: a links file that
     /// cannot be read leaves no links, a map that cannot be read no per-process figures.
     fn sample_net(&mut self, out: &mut RawSample) {

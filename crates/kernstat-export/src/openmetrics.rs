@@ -185,7 +185,9 @@ impl<W: Write> Sink for OpenMetrics<W> {
             .exporter
             .encode_text()
             .map_err(|_| Error::Encode("the OpenMetrics encoder failed".into()))?;
-        self.route(&text, &stamp(f.frame.time_unix_ns))
+        let text = std::str::from_utf8(&text)
+            .map_err(|_| Error::Encode("the OpenMetrics encoder wrote no text".into()))?;
+        self.route(text, &stamp(f.frame.time_unix_ns))
     }
 
     fn finish(&mut self) -> Result<(), Error> {

@@ -88,6 +88,17 @@ impl BarRenderer {
         }
     }
 
+    /// What a tick shows of the network: (the interfaces' counters, every process's
+    /// socket bytes). Waybar's tooltip and the JSON line show both; a text or i3bar line
+    /// only what its template's fields name, and never processes. What is not shown is
+    /// not sampled (the per-process map is 8,192 entries).
+    pub fn network_shown(&self) -> (bool, bool) {
+        match self.format {
+            BarFormat::Waybar | BarFormat::Json => (true, true),
+            BarFormat::Text | BarFormat::I3bar => (self.template.uses_links(), false),
+        }
+    }
+
     /// What goes before the first tick (the i3bar header and the array opening).
     pub fn header(&self, out: &mut Vec<u8>) {
         if self.format == BarFormat::I3bar {

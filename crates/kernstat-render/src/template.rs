@@ -132,6 +132,19 @@ pub struct Template {
     segments: Vec<Segment>,
 }
 
+impl Template {
+    /// Whether a field needs the interfaces' counters (`{net_rx}`, `{net_tx}`,
+    /// `{net_link}`): a bar without one does not read /proc/net/dev.
+    pub fn uses_links(&self) -> bool {
+        self.segments.iter().any(|s| {
+            matches!(
+                s,
+                Segment::Field(Field::NetRx | Field::NetTx | Field::NetLink)
+            )
+        })
+    }
+}
+
 /// A template that could not be parsed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TemplateError {

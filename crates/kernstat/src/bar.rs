@@ -289,7 +289,10 @@ struct Loop {
 
 impl Loop {
     fn new(args: &BarArgs, template: Template, format: BarFormat) -> anyhow::Result<Self> {
-        let collector = crate::source::open_collector(&args.source)?;
+        let mut collector = crate::source::open_collector(&args.source)?;
+        let renderer = BarRenderer::new(format, template);
+        let (links, processes) = renderer.network_shown();
+        collector.keep_network(links, processes);
         Ok(Loop {
             collector,
             prev: RawSample::default(),
@@ -299,7 +302,7 @@ impl Loop {
                 include_kthreads: args.kthreads,
                 thresholds: args.thresholds(),
             },
-            renderer: BarRenderer::new(format, template),
+            renderer,
             out: Vec::with_capacity(16 * 1024),
         })
     }

@@ -39,7 +39,7 @@ echo "RQRAW $(/bin/kernstat runqlat --raw-tp --json 1 1 2>/dev/null)"
 (sleep 4; echo go) | /bin/ks-workload writes unbuffered 1000 25 /tmp/w1 > /dev/null &
 echo "WR $(/bin/kernstat writes -c ks-workload --json 8 1 2>/tmp/wr.err)"
 echo "WRERR $(cat /tmp/wr.err)"
-echo "PINNED $(cat /sys/fs/bpf/ks/ps_v3 | head -c 4)"
+echo "PINNED $(cat /sys/fs/bpf/ks/ps_v* | head -c 4)"
 kill $busy
 ip link set lo up
 /bin/kernstat daemon --socket /tmp/ks.sock --interval 0.5 --record /tmp/rec --record-interval 0.5 >/tmp/d.out 2>/tmp/d.err &

@@ -291,7 +291,7 @@ fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
     let (_, out, err) = run(&["dump", "--archive", archive_s]);
     assert_eq!(out.lines().count(), before - 1);
     assert!(
-        err.contains("written by a newer kernstat (archive format 9; this kernstat reads up to 2)"),
+        err.contains("written by a newer kernstat (archive format 9; this kernstat reads up to 3)"),
         "{err}"
     );
     let (code, _, err) = run(&[

@@ -474,9 +474,32 @@ fn a_pid_filter_sees_that_process_only_and_all_of_it() {
     eprintln!("{ours} events, {runs} runs; waited {waited_us:.0} µs in {lower:.0}..{upper:.0}");
     let edge = buckets.iter().map(|b| b.1 + 1).max().unwrap_or(0) as f64 * (odd + 1) as f64;
     assert!(
-        lower - edge <= waited_us && waited_us <= upper + edge,
+        lower - edge <= waited_us,
         "run_delay {waited_us:.0} µs, buckets add up to {lower:.0}..{upper:.0} µs"
     );
+    // The upper side holds only before EEVDF's delayed dequeue (6.12): since then a task
+    // that blocks with negative lag stays on its run queue until picked, and run_delay
+    // can accrue over time no wake-up-to-run tracer sees (measured here, 6.18 beside
+    // stress-ng --switch: 1 run in 3 had run_delay 270 ms for buckets of 61..122 ms,
+    // the other two 83 ms in 62..126, with the same event and run counts). Before 6.12
+    // both sides are checked.
+    if !delayed_dequeue_kernel() {
+        assert!(
+            waited_us <= upper + edge,
+            "run_delay {waited_us:.0} µs, buckets add up to {lower:.0}..{upper:.0} µs"
+        );
+    }
+}
+
+/// Linux 6.12 or later (EEVDF's DELAY_DEQUEUE).
+fn delayed_dequeue_kernel() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut parts = release
+        .trim()
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (6, 12)
 }
 
 #[test]

@@ -149,8 +149,8 @@ pub fn respond<B>(exporter: &Arc<Exporter>, req: &Request<B>) -> Response<Full<B
             .map(|t| reply(StatusCode::OK, OPENMETRICS_TYPE, t))
     } else {
         exporter
-            .encode_text()
-            .map(|t| reply(StatusCode::OK, TEXT_TYPE, openmetrics_to_text(&t)))
+            .encode_classic_text()
+            .map(|t| reply(StatusCode::OK, TEXT_TYPE, t))
     };
     encoded.unwrap_or_else(|_| {
         reply(

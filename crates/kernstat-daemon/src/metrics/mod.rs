@@ -22,6 +22,8 @@ pub mod http;
 
 use std::sync::{Arc, Mutex};
 
+use hyper::body::Bytes;
+
 use kernstat_model::hist::Hist;
 use kernstat_model::net::{LinkRate, NetSample, KINDS};
 use kernstat_model::raw::SystemSample;
@@ -204,6 +206,19 @@ pub struct Exporter {
     latest: Mutex<Option<Arc<MetricsSample>>>,
     top: usize,
     scrapes: std::sync::atomic::AtomicU64,
+    /// Each exposition of the latest sample, encoded by the first scrape that asked for
+    /// it: every series comes from the sample, so scrapes between two samples get the
+    /// same bytes (a Prometheus pair, or a scraper and `kernstat dump`, encode once).
+    encoded: Mutex<Encoded>,
+}
+
+/// The expositions of one sample.
+#[derive(Debug, Default)]
+struct Encoded {
+    of: Option<Arc<MetricsSample>>,
+    openmetrics: Option<Bytes>,
+    classic: Option<Bytes>,
+    protobuf: Option<Bytes>,
 }
 
 impl Exporter {
@@ -213,6 +228,7 @@ impl Exporter {
             latest: Mutex::new(None),
             top,
             scrapes: std::sync::atomic::AtomicU64::new(0),
+            encoded: Mutex::default(),
         })
     }
 
@@ -240,21 +256,75 @@ impl Exporter {
         r
     }
 
-    /// The OpenMetrics text exposition.
-    pub fn encode_text(self: &Arc<Self>) -> Result<String, std::fmt::Error> {
-        self.scrapes
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut out = String::with_capacity(32 * 1024);
-        prometheus_client::encoding::text::encode(&mut out, &self.registry())?;
-        Ok(out)
+    /// The cache of the latest sample's expositions (emptied when a newer sample was
+    /// published since they were made).
+    fn cached(&self) -> std::sync::MutexGuard<'_, Encoded> {
+        let latest = self.latest();
+        let mut e = self.encoded.lock().unwrap_or_else(|e| e.into_inner());
+        let same = match (&e.of, &latest) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            *e = Encoded {
+                of: latest,
+                ..Encoded::default()
+            };
+        }
+        e
     }
 
-    /// The Prometheus protobuf exposition (length-delimited MetricFamily messages).
-    pub fn encode_protobuf(self: &Arc<Self>) -> Result<Vec<u8>, std::fmt::Error> {
+    /// The OpenMetrics text exposition (encoded once per sample).
+    pub fn encode_text(self: &Arc<Self>) -> Result<Bytes, std::fmt::Error> {
         self.scrapes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        prometheus_client::encoding::prometheus_protobuf::encode_to_vec(&self.registry())
-            .map_err(|_| std::fmt::Error)
+        let mut e = self.cached();
+        self.openmetrics(&mut e)
+    }
+
+    fn openmetrics(self: &Arc<Self>, e: &mut Encoded) -> Result<Bytes, std::fmt::Error> {
+        if let Some(t) = &e.openmetrics {
+            return Ok(t.clone());
+        }
+        let mut out = String::with_capacity(32 * 1024);
+        prometheus_client::encoding::text::encode(&mut out, &self.registry())?;
+        let t = Bytes::from(out);
+        e.openmetrics = Some(t.clone());
+        Ok(t)
+    }
+
+    /// The classic text format 0.0.4 (encoded once per sample).
+    pub fn encode_classic_text(self: &Arc<Self>) -> Result<Bytes, std::fmt::Error> {
+        self.scrapes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut e = self.cached();
+        if let Some(t) = &e.classic {
+            return Ok(t.clone());
+        }
+        let om = self.openmetrics(&mut e)?;
+        let t = Bytes::from(http::openmetrics_to_text(
+            std::str::from_utf8(&om).map_err(|_| std::fmt::Error)?,
+        ));
+        e.classic = Some(t.clone());
+        Ok(t)
+    }
+
+    /// The Prometheus protobuf exposition (length-delimited MetricFamily messages;
+    /// encoded once per sample).
+    pub fn encode_protobuf(self: &Arc<Self>) -> Result<Bytes, std::fmt::Error> {
+        self.scrapes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut e = self.cached();
+        if let Some(b) = &e.protobuf {
+            return Ok(b.clone());
+        }
+        let b = Bytes::from(
+            prometheus_client::encoding::prometheus_protobuf::encode_to_vec(&self.registry())
+                .map_err(|_| std::fmt::Error)?,
+        );
+        e.protobuf = Some(b.clone());
+        Ok(b)
     }
 }
 
@@ -1123,6 +1193,30 @@ impl Collector for Scrape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sample_is_encoded_once_whatever_the_scrapes() {
+        let e = Exporter::new(10);
+        e.publish(MetricsSample::default());
+        let (a, b) = (e.encode_text().unwrap(), e.encode_text().unwrap());
+        assert!(!a.is_empty());
+        assert_eq!(
+            a.as_ptr(),
+            b.as_ptr(),
+            "the second scrape is served the same bytes"
+        );
+        let (c, d) = (
+            e.encode_classic_text().unwrap(),
+            e.encode_classic_text().unwrap(),
+        );
+        assert_eq!(c.as_ptr(), d.as_ptr());
+        let (p, q) = (e.encode_protobuf().unwrap(), e.encode_protobuf().unwrap());
+        assert_eq!(p.as_ptr(), q.as_ptr());
+        assert_eq!(e.scrapes(), 6);
+        e.publish(MetricsSample::default());
+        let fresh = e.encode_text().unwrap();
+        assert_ne!(fresh.as_ptr(), a.as_ptr(), "a new sample is encoded again");
+    }
 
     #[test]
     fn monotonic_counters_never_go_back() {

@@ -218,6 +218,7 @@ impl GitPaths {
                 }
             }
         };
+        let mut observed = None;
         let moved = match (known, stamping) {
             (false, _) => true,
             (true, None) => h.cache.get("git.branch", Some(&scope)).is_none(),
@@ -231,11 +232,20 @@ impl GitPaths {
                         .await
                         .ok()
                 };
+                observed = now.clone();
                 now.is_some_and(|n| n != old_stamp)
             }
         };
         if moved || counts == Counts::Force {
             self.refresh(h, &scope, Some(READ_WAIT)).await?;
+            // A read already under way when this request came (started by the watcher
+            // on an earlier change) may have read the files before the change this
+            // request saw: then one more, so that the answer is never a command behind.
+            let behind = observed
+                .is_some_and(|seen| self.lock().get(&scope).is_some_and(|p| p.stamp != seen));
+            if behind {
+                self.refresh(h, &scope, Some(READ_WAIT)).await?;
+            }
         }
         // The counts again only when the repository moved since they were made: `git
         // add` and `git commit` move the index, so the next prompt's dirty and staged are
