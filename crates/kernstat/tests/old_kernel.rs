@@ -92,7 +92,16 @@ echo "CGRC $?"
 echo "CGERR $(cat /tmp/cg.err)"
 while read -r l; do echo "CG $l"; done < /tmp/cg.json
 echo "CGIO $(cat /sys/fs/cgroup/t/io/io.stat)"
-kill $spin $alloc $sib
+kill $alloc $sib
+sleep 1
+echo "WHYTHR $(/bin/kernstat why --here --window 3 --json 2>/dev/null)"
+echo "SPINPID $spin"
+kill $spin
+sh -c 'echo $$ > /sys/fs/cgroup/t/mem/cgroup.procs; exec /bin/ks-workload alloc 256' >/dev/null & alloc=$!
+sleep 1
+echo "WHYMEM $(/bin/kernstat why --here --window 3 --json 2>/dev/null)"
+echo "ALLOCPID $alloc"
+kill $alloc
 "#;
 
 #[test]
@@ -153,6 +162,31 @@ fn cgroups_on_a_pure_v2_machine_show_throttling_pressure_and_io() {
     assert_eq!(dev["wbytes"], 64 << 20);
     assert!(field(&stdout, "CGIO").contains("wbytes=67108864"));
     assert_eq!(g("/t")["io"][0]["wbytes"], 64 << 20, "hierarchical");
+    // `kernstat why` on each alone: the quota's spinner is throttling first, its group
+    // and itself the culprits; the allocation under memory.high is memory first.
+    let why = |key: &str| -> Value {
+        serde_json::from_str(field(&stdout, key)).unwrap_or_else(|e| panic!("{key}: {e}: {stdout}"))
+    };
+    let named = |f: &Value, pid: &str, group: &str| {
+        f["culprits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(f["victims"].as_array().unwrap())
+            .any(|p| p["pid"].to_string() == pid || p["cgroup"] == group)
+    };
+    let thr = why("WHYTHR");
+    let first = &thr["findings"][0];
+    assert_eq!(first["resource"], "throttling", "{thr:#}");
+    assert_eq!(first["notable"], true, "{thr:#}");
+    assert!(named(first, field(&stdout, "SPINPID"), "/t/thr"), "{thr:#}");
+    let mem = why("WHYMEM");
+    let first = &mem["findings"][0];
+    assert_eq!(first["resource"], "memory", "{mem:#}");
+    assert!(
+        named(first, field(&stdout, "ALLOCPID"), "/t/mem"),
+        "{mem:#}"
+    );
 }
 
 /// One guest at a time: two TCG guests on a 2-CPU host slow each other down.

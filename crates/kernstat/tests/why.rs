@@ -12,9 +12,9 @@
 //!
 //! The quiet case (no notable finding) is asked of a recorded quiet window (the archive
 //! format fixture: 30 % of two CPUs busy, no process waiting), so that it does not depend
-//! on what else this machine runs. Not here: a CPU-throttled group and memory pressure,
-//! which need cgroup v2's cpu.max and memory.high (this machine's cgroups are hybrid; the
-//! 6.1 guest has them, and its test does not ask `why` yet).
+//! on what else this machine runs. A CPU-throttled group and memory pressure need cgroup
+//! v2's cpu.max and memory.high (this machine's cgroups are hybrid): old_kernel.rs asks
+//! `why` about both in the 6.1 guest.
 //! Needs root.
 
 mod common;
