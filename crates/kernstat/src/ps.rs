@@ -201,6 +201,21 @@ fn emit(
                 .is_none_or(|c| r.cgroup.contains(c.as_str()))
     });
     sort_rows(&mut rows, sort);
+    // A pid asked for that is not there is the question's mistake, said in one line
+    // rather than a bare header (README: exit codes).
+    let missing: Vec<String> = args
+        .pid
+        .iter()
+        .filter(|p| !rows.iter().any(|r| r.pid == **p || r.tgid == **p))
+        .map(u32::to_string)
+        .collect();
+    if !args.pid.is_empty() && rows.is_empty() {
+        eprintln!(
+            "kernstat ps: --pid: no process {} matches",
+            missing.join(", ")
+        );
+        return Ok(2);
+    }
 
     let mut out = io::stdout().lock();
     if args.json {

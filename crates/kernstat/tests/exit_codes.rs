@@ -59,6 +59,7 @@ fn a_bad_value_is_a_usage_error_that_names_the_flag() {
         (&["ps", "--sort", "nonsense"], "--sort"),
         (&["ps", "--fields", "pid,nonsense"], "nonsense"),
         (&["ps", "--pid", "one"], "--pid"),
+        (&["ps", "--pid", "999999"], "--pid"),
         (&["ps", "--user", "no-such-user-here"], "--user"),
         (&["ps", "--comm", "(unclosed"], "--comm"),
         (&["top", "--sort", "nonsense"], "--sort"),
