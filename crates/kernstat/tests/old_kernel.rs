@@ -173,7 +173,9 @@ fn cgroups_on_a_pure_v2_machine_show_throttling_pressure_and_io() {
             .unwrap()
             .iter()
             .chain(f["victims"].as_array().unwrap())
-            .any(|p| p["pid"].to_string() == pid || p["cgroup"] == group)
+            .any(|p| {
+                p["pid"].as_u64().is_some_and(|p| p.to_string() == pid) || p["cgroup"] == group
+            })
     };
     let thr = why("WHYTHR");
     let first = &thr["findings"][0];
