@@ -143,6 +143,7 @@ impl Replay {
             running: m.running_tasks,
             tasks: m.task_count as usize,
             source: "archive",
+            oom: None,
             links: m.links.clone(),
             net: m.net.as_ref().map(|n| kernstat_model::net::KindRate {
                 rx_bps: n.rx_bps,

@@ -11,14 +11,14 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kernstat_bpf::exits::Exits;
 use kernstat_bpf::net::Net;
 use kernstat_model::net::{link_rates, proc_rates, KindRate, LinkRate, NetSample};
 use kernstat_model::ps::TaskRow;
 use kernstat_model::rates::{Children, Rates};
-use kernstat_model::{CoreTimes, Hardware, MemInfo, Psi, SystemSample};
+use kernstat_model::{Comm, CoreTimes, Hardware, MemInfo, Psi, SystemSample};
 use kernstat_sources::cgroup::CgroupPaths;
 use kernstat_sources::users::UserNames;
 use kernstat_sources::{
@@ -26,6 +26,7 @@ use kernstat_sources::{
 };
 
 use crate::view::Proc;
+use kernstat_collect::events::OomWatcher;
 use kernstat_collect::tasks::{self, TaskSource};
 
 /// The header's figures for one interval.
@@ -53,7 +54,13 @@ pub struct Machine {
     pub net: Option<KindRate>,
     /// Why per-process network is not counted.
     pub net_unavailable: Option<String>,
+    /// The last OOM kill while top runs, and how long ago, for [`OOM_SHOWN`] after it
+    /// (as atop keeps `oomkills` coloured).
+    pub oom: Option<(Duration, String)>,
 }
+
+/// How long the header keeps the last OOM kill.
+pub const OOM_SHOWN: Duration = Duration::from_secs(15 * 60);
 
 /// A task's names, shared with the rows (Rc: a refresh allocates nothing per process for
 /// them). The command line is read from /proc/PID/cmdline once per task, and again after
@@ -95,6 +102,9 @@ pub struct Sampler {
     net_prev: NetSample,
     net_cur: NetSample,
     link_rates: Vec<LinkRate>,
+    /// OOM kills (`oom:mark_victim`), and the last one seen.
+    oom: Option<OomWatcher>,
+    last_oom: Option<(Instant, String)>,
 }
 
 impl Sampler {
@@ -143,6 +153,12 @@ impl Sampler {
             net_prev: NetSample::default(),
             net_cur: NetSample::default(),
             link_rates: Vec::new(),
+            oom: if no_bpf {
+                None
+            } else {
+                OomWatcher::open().ok()
+            },
+            last_oom: None,
         })
     }
 
@@ -161,6 +177,17 @@ impl Sampler {
         };
         let tasks = self.source.read(threads, want, &mut self.extra)?;
         self.read_net(&tasks);
+        if let Some(w) = self.oom.as_mut() {
+            w.remember(
+                tasks
+                    .iter()
+                    .filter(|t| !t.kthread)
+                    .map(|t| (t.pid, Comm::from_str_lossy(t.comm.as_str()), t.rss_bytes)),
+            );
+            if let Some(e) = w.poll().pop() {
+                self.last_oom = Some((now, e.line()));
+            }
+        }
         let dt_s = self
             .at
             .map(|t| now.duration_since(t).as_secs_f64())
@@ -234,6 +261,11 @@ impl Sampler {
             links: self.link_rates.clone(),
             net: self.net_total(dt_s),
             net_unavailable: self.net_unavailable.clone(),
+            oom: self
+                .last_oom
+                .as_ref()
+                .map(|(t, line)| (now.duration_since(*t), line.clone()))
+                .filter(|(ago, _)| *ago < OOM_SHOWN),
         })
     }
 

@@ -1037,3 +1037,60 @@ fn live_and_replayed_top_agree_on_a_parent_and_its_ended_children() {
         "ended children: live {live_seen:?}, replayed {replay_seen:?}"
     );
 }
+
+/// An OOM kill while top runs is a red line in the header naming the victim and the
+/// group whose limit fired (it stays 15 minutes, as atop keeps `oomkills` coloured): an
+/// allocation of 128 MiB in a v1 memory group of the test's own limited to 32 MiB.
+#[test]
+fn an_oom_kill_is_a_header_line_naming_the_victim() {
+    let Some(_serial) = usable() else { return };
+    let mem = Path::new("/sys/fs/cgroup/memory");
+    if !kernstat_testkit::bpf_gate()
+        || !kernstat_testkit::gate(
+            "a cgroup v1 memory hierarchy",
+            mem.join("cgroup.procs").exists(),
+            || {
+                "no /sys/fs/cgroup/memory (pure cgroup v2: the 6.1 guest's events test covers it)"
+                    .into()
+            },
+        )
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let group = mem.join(format!("ks-top-oom-{}", std::process::id()));
+    std::fs::create_dir(&group).unwrap();
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _remove = Remove(group.clone());
+    std::fs::write(
+        group.join("memory.limit_in_bytes"),
+        (32u64 << 20).to_string(),
+    )
+    .unwrap();
+    let pane = top(dir.path(), "-d 1", &[], (160, 40));
+    pane.wait_for("two refreshes", &|s| refresh_count(s) >= Some(2));
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {} && exec {} alloc 128",
+            group.join("cgroup.procs").display(),
+            kernstat_testkit::workload_bin().display()
+        ))
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the allocation was killed");
+    let name = group.file_name().unwrap().to_str().unwrap().to_string();
+    let screen = pane.wait_for("the OOM line", &|s| {
+        s.lines().any(|l| {
+            l.starts_with("OOM 0 min ago") && l.contains("ks-workload") && l.contains(&name)
+        })
+    });
+    assert!(!screen.is_empty());
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+}

@@ -114,6 +114,12 @@ pub(super) fn header_lines(app: &App, width: u16, max_core_rows: usize) -> Vec<L
     }
     lines.push(Line::raw(l));
     lines.push(Line::raw(network_line(m)));
+    if let Some((ago, line)) = &m.oom {
+        lines.push(Line::styled(
+            format!("OOM {} min ago: {line}", ago.as_secs() / 60),
+            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+        ));
+    }
 
     let hw = &m.hw;
     let mut h = String::new();
