@@ -40,16 +40,17 @@ impl OomKill {
             .rss_bytes
             .map(|b| format!(", {:.1} MiB", b as f64 / (1 << 20) as f64))
             .unwrap_or_default();
+        // Group paths are names any user with a delegated subtree chooses.
         let group = if self.group.is_empty() {
             String::new()
         } else {
-            format!(" in {}", self.group)
+            format!(" in {}", crate::text::printable(&self.group))
         };
         format!(
             "OOM kill: pid {} ({}){rss}{group}; limit: {}",
             self.pid,
             crate::text::printable(&self.comm),
-            self.limit
+            crate::text::printable(&self.limit)
         )
     }
 }

@@ -429,6 +429,42 @@ impl Model {
             return;
         }
         self.top_io.clear();
+        // Retransmits and why's I/O and network parties come from per-socket and
+        // per-process I/O counters: only the viewer's own processes stay (groups stay).
+        let own: std::collections::HashSet<u32> = self
+            .procs
+            .iter()
+            .filter(|r| viewer.may_see(r.uid, r.euid))
+            .map(|r| r.pid)
+            .collect();
+        if let Some(t) = self.tcp.as_mut() {
+            t.top.retain(|(pid, _, _)| own.contains(pid));
+            t.peers.clear();
+        }
+        if let Some(findings) = self
+            .why
+            .as_mut()
+            .and_then(|w| w.get_mut("findings"))
+            .and_then(|f| f.as_array_mut())
+        {
+            for f in findings {
+                if !matches!(
+                    f.get("resource").and_then(|r| r.as_str()),
+                    Some("io" | "network")
+                ) {
+                    continue;
+                }
+                for side in ["culprits", "victims"] {
+                    if let Some(parties) = f.get_mut(side).and_then(|v| v.as_array_mut()) {
+                        parties.retain(|p| {
+                            p.get("pid")
+                                .and_then(|v| v.as_u64())
+                                .is_none_or(|pid| own.contains(&(pid as u32)))
+                        });
+                    }
+                }
+            }
+        }
         let mut net_top = crate::top::Top::<TOP_N>::default();
         for r in self.procs.iter_mut() {
             if !viewer.may_see(r.uid, r.euid) {
@@ -743,6 +779,60 @@ mod tests {
             public.procs[1].rss_bytes, 5,
             "what /proc/PID/stat shows stays"
         );
+    }
+
+    #[test]
+    fn retransmits_and_why_io_parties_go_to_their_owner_and_root_only() {
+        let mut a = proc(10, 1, 0, 5);
+        a.uid = 1000;
+        a.euid = 1000;
+        let mut b = proc(20, 1, 0, 5);
+        b.uid = 1001;
+        b.euid = 1001;
+        let s = sample(0, 0, vec![a, b]);
+        let mut m = Model::default();
+        m.update(&s, &s, &ModelOptions::default());
+        m.tcp = Some(crate::tcp::TcpModel {
+            top: vec![(10, "a".into(), 3), (20, "b".into(), 4)],
+            peers: vec![("10.0.0.1:443".into(), 7)],
+            ..Default::default()
+        });
+        let party = |pid: Option<u32>| serde_json::json!({"pid": pid, "comm": "x", "cgroup": "/g", "share": 0.5});
+        m.why = Some(serde_json::json!({"findings": [
+            {"resource": "io", "culprits": [party(Some(10)), party(Some(20)), party(None)], "victims": [party(Some(20))]},
+            {"resource": "cpu", "culprits": [party(Some(20))], "victims": []}
+        ]}));
+        let pids = |m: &Model, i: usize, side: &str| -> Vec<Option<u64>> {
+            m.why.as_ref().unwrap()["findings"][i][side]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["pid"].as_u64())
+                .collect()
+        };
+        let mut mine = m.clone();
+        mine.restrict_counters(crate::Viewer::Uid(1000));
+        assert_eq!(
+            pids(&mine, 0, "culprits"),
+            [Some(10), None],
+            "own process and the group"
+        );
+        assert!(pids(&mine, 0, "victims").is_empty());
+        assert_eq!(
+            pids(&mine, 1, "culprits"),
+            [Some(20)],
+            "CPU time is ps's to show"
+        );
+        let t = mine.tcp.as_ref().unwrap();
+        assert_eq!(t.top.len(), 1);
+        assert!(t.peers.is_empty());
+        let mut public = m.clone();
+        public.restrict_counters(crate::Viewer::Nobody);
+        assert_eq!(pids(&public, 0, "culprits"), [None]);
+        assert!(public.tcp.as_ref().unwrap().top.is_empty());
+        let mut root = m.clone();
+        root.restrict_counters(crate::Viewer::Uid(0));
+        assert_eq!(pids(&root, 0, "culprits").len(), 3);
     }
 
     #[test]

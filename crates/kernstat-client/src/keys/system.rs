@@ -143,7 +143,14 @@ pub const PER_PROCESS_KEYS: &[&str] = &[
 /// Keys that carry per-process I/O or network counters (or lists ranked by them): a
 /// system daemon answers each user with their own processes' counters only, root with
 /// all, and publishes them for everyone (the snapshot) with none.
-pub const COUNTER_KEYS: &[&str] = &["top.io", "top.net", "snapshot", "summary"];
+pub const COUNTER_KEYS: &[&str] = &[
+    "top.io",
+    "top.net",
+    "snapshot",
+    "summary",
+    "tcp.retrans_top",
+    "why.findings",
+];
 
 /// Per-group keys start with this, then the group's path, a dot and a field.
 pub const CGROUP_PREFIX: &str = "cgroup.";
