@@ -147,6 +147,96 @@ pub fn split_dev(dev: u32) -> (u32, u32) {
     (dev >> 20, dev & 0xfffff)
 }
 
+/// What one histogram of the output covers.
+pub struct Part {
+    /// biolatency's heading for it ("disk = sda  op = read"), empty for the whole.
+    pub label: String,
+    /// Its disk, when split per disk.
+    pub disk: String,
+    /// Its operation, when split.
+    pub op: Option<BioOp>,
+    /// Its request flags, when split per flags.
+    pub flags: Option<u32>,
+    /// Latency, µs.
+    pub hist: Hist,
+    /// Requests completed.
+    pub count: u64,
+    /// Bytes they moved.
+    pub bytes: u64,
+    /// Requests that failed.
+    pub errors: u64,
+}
+
+/// The interval's entries merged as the flags ask: one histogram, per disk (-D), and/or
+/// per flags (-F); operations always apart when split.
+pub fn group(iv: &[DiskOp], per_disk: bool, per_flags: bool) -> Vec<Part> {
+    let mut parts: Vec<Part> = Vec::new();
+    for d in iv {
+        let disk = if per_disk {
+            d.disk.clone()
+        } else {
+            String::new()
+        };
+        let op = (per_disk || per_flags).then_some(d.op);
+        let flags = per_flags.then_some(d.flags);
+        let label = match (per_disk, per_flags) {
+            (true, true) => format!(
+                "disk = {}  op = {}  flags = {}",
+                d.disk,
+                d.op.name(),
+                flag_names(d.flags)
+            ),
+            (true, false) => format!("disk = {}  op = {}", d.disk, d.op.name()),
+            (false, true) => format!("op = {}  flags = {}", d.op.name(), flag_names(d.flags)),
+            (false, false) => String::new(),
+        };
+        match parts
+            .iter_mut()
+            .find(|p| p.disk == disk && p.op == op && p.flags == flags)
+        {
+            Some(p) => {
+                p.hist.add(&d.hist);
+                p.count += d.count;
+                p.bytes += d.bytes;
+                p.errors += d.errors;
+            }
+            None => parts.push(Part {
+                label,
+                disk,
+                op,
+                flags,
+                hist: d.hist.clone(),
+                count: d.count,
+                bytes: d.bytes,
+                errors: d.errors,
+            }),
+        }
+    }
+    parts.retain(|p| p.count > 0 || p.errors > 0);
+    parts
+}
+
+impl Part {
+    /// `kernstat biolat --json`'s object for it (`ms`: buckets in milliseconds).
+    pub fn json(&self, ms: bool) -> serde_json::Value {
+        let p = self;
+        let h = if ms { p.hist.to_ms() } else { p.hist.clone() };
+        let pct = |q: f64| h.percentile(q);
+        serde_json::json!({
+            "disk": if p.disk.is_empty() { None } else { Some(&p.disk) },
+            "op": p.op.map(BioOp::name),
+            "flags": p.flags.map(flag_names),
+            "count": p.count,
+            "bytes": p.bytes,
+            "errors": p.errors,
+            "p50": pct(50.0),
+            "p90": pct(90.0),
+            "p99": pct(99.0),
+            "buckets": h.log2(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -101,6 +101,18 @@ impl Hist {
         }
     }
 
+    /// The same events in milliseconds (each slot's lower bound divided by 1,000):
+    /// biolatency's -m.
+    pub fn to_ms(&self) -> Hist {
+        let mut m = Hist::default();
+        for (slot, &n) in self.slots.iter().enumerate() {
+            if n > 0 {
+                m.slots[slot_of(slot_bounds(slot).0 / 1000)] += n;
+            }
+        }
+        m
+    }
+
     /// Total events.
     pub fn count(&self) -> u64 {
         self.slots.iter().sum()

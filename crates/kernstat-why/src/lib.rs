@@ -17,6 +17,7 @@
 mod recorded;
 mod rules;
 mod snapshot;
+pub mod text;
 
 pub use recorded::{recorded, snapshot_of};
 pub use rules::{findings, Between, Rule, Thresholds, RULES};

@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use kernstat_bpf::biolat::{Biolat, Config};
-use kernstat_model::biolat::{flag_names, since, BioOp, DiskOp};
-use kernstat_model::hist::Hist;
+use kernstat_model::biolat::{group, since, DiskOp};
 use kernstat_render::hist::write_log2;
 
 use crate::cli::BiolatArgs;
@@ -65,7 +64,7 @@ pub fn run(args: &BiolatArgs) -> anyhow::Result<i32> {
                 "unit": if args.milliseconds { "ms" } else { "us" },
                 "attach": bio.attach_kind().as_str(),
                 "unstamped": unstamped - unstamped_before,
-                "disks": parts.iter().map(|p| part_json(p, args.milliseconds)).collect::<Vec<_>>(),
+                "disks": parts.iter().map(|p| p.json(args.milliseconds)).collect::<Vec<_>>(),
             });
             writeln!(out, "{v}")?;
         } else {
@@ -78,7 +77,7 @@ pub fn run(args: &BiolatArgs) -> anyhow::Result<i32> {
                     text.push_str(&format!("\n{}\n", p.label));
                 }
                 let h = if args.milliseconds {
-                    to_ms(&p.hist)
+                    p.hist.to_ms()
                 } else {
                     p.hist.clone()
                 };
@@ -104,94 +103,4 @@ pub fn run(args: &BiolatArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(0)
-}
-
-/// What one histogram of the output covers.
-struct Part {
-    label: String,
-    disk: String,
-    op: Option<BioOp>,
-    flags: Option<u32>,
-    hist: Hist,
-    count: u64,
-    bytes: u64,
-    errors: u64,
-}
-
-/// The interval's entries merged as the flags ask: one histogram, per disk (-D), and/or
-/// per flags (-F); operations always apart when split.
-fn group(iv: &[DiskOp], per_disk: bool, per_flags: bool) -> Vec<Part> {
-    let mut parts: Vec<Part> = Vec::new();
-    for d in iv {
-        let disk = if per_disk {
-            d.disk.clone()
-        } else {
-            String::new()
-        };
-        let op = (per_disk || per_flags).then_some(d.op);
-        let flags = per_flags.then_some(d.flags);
-        let label = match (per_disk, per_flags) {
-            (true, true) => format!(
-                "disk = {}  op = {}  flags = {}",
-                d.disk,
-                d.op.name(),
-                flag_names(d.flags)
-            ),
-            (true, false) => format!("disk = {}  op = {}", d.disk, d.op.name()),
-            (false, true) => format!("op = {}  flags = {}", d.op.name(), flag_names(d.flags)),
-            (false, false) => String::new(),
-        };
-        match parts
-            .iter_mut()
-            .find(|p| p.disk == disk && p.op == op && p.flags == flags)
-        {
-            Some(p) => {
-                p.hist.add(&d.hist);
-                p.count += d.count;
-                p.bytes += d.bytes;
-                p.errors += d.errors;
-            }
-            None => parts.push(Part {
-                label,
-                disk,
-                op,
-                flags,
-                hist: d.hist.clone(),
-                count: d.count,
-                bytes: d.bytes,
-                errors: d.errors,
-            }),
-        }
-    }
-    parts.retain(|p| p.count > 0 || p.errors > 0);
-    parts
-}
-
-fn to_ms(h: &Hist) -> Hist {
-    let mut m = Hist::default();
-    for (slot, &n) in h.slots.iter().enumerate() {
-        if n > 0 {
-            let (lo, _) = kernstat_model::hist::slot_bounds(slot);
-            let s = kernstat_model::hist::slot_of(lo / 1000);
-            m.slots[s] += n;
-        }
-    }
-    m
-}
-
-fn part_json(p: &Part, ms: bool) -> serde_json::Value {
-    let h = if ms { to_ms(&p.hist) } else { p.hist.clone() };
-    let pct = |q: f64| h.percentile(q);
-    serde_json::json!({
-        "disk": if p.disk.is_empty() { None } else { Some(&p.disk) },
-        "op": p.op.map(BioOp::name),
-        "flags": p.flags.map(flag_names),
-        "count": p.count,
-        "bytes": p.bytes,
-        "errors": p.errors,
-        "p50": pct(50.0),
-        "p90": pct(90.0),
-        "p99": pct(99.0),
-        "buckets": h.log2(),
-    })
 }

@@ -120,75 +120,6 @@ fn thresholds(config: Option<&std::path::Path>) -> Result<Thresholds, String> {
     Ok(settings.why.thresholds())
 }
 
-/// Keeps only what concerns group `path` (and below) in culprits and victims.
-fn within_group(report: &mut Report, path: &str) {
-    let inside = |c: &Option<String>| {
-        c.as_deref().is_some_and(|c| {
-            c == path || c.starts_with(&format!("{}/", path.trim_end_matches('/')))
-        })
-    };
-    for f in &mut report.findings {
-        f.culprits.retain(|p| inside(&p.cgroup));
-        f.victims.retain(|p| inside(&p.cgroup));
-    }
-}
-
-fn print_text(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "{} window of {:.0} s ending {}",
-        r.window.source,
-        r.window.seconds,
-        kernstat_record::time::local_stamp(r.window.end_unix_ns)
-    )?;
-    if r.top().is_none() {
-        writeln!(
-            out,
-            "Nothing notable: every score is below its threshold (docs/why.md)."
-        )?;
-    }
-    // The notable findings; on a quiet machine, the highest score for reference.
-    let quiet = r.top().is_none();
-    for (i, f) in r.findings.iter().enumerate() {
-        if !f.notable && (i > 0 || !quiet) {
-            continue;
-        }
-        writeln!(
-            out,
-            "\n{}. [{}] {} (score {:.2}{})",
-            i + 1,
-            f.resource.name(),
-            f.verdict,
-            f.score,
-            if f.notable { "" } else { ", not notable" }
-        )?;
-        let who = |ps: &[kernstat_why::Party]| -> String {
-            ps.iter()
-                .take(3)
-                .map(|p| {
-                    let name = match p.pid {
-                        Some(pid) => format!("{pid} {}", p.comm),
-                        None => p.cgroup.clone().unwrap_or_default(),
-                    };
-                    format!("{name} ({:.0} %)", p.share * 100.0)
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if !f.culprits.is_empty() {
-            writeln!(out, "   culprits: {}", who(&f.culprits))?;
-        }
-        if !f.victims.is_empty() {
-            writeln!(out, "   victims:  {}", who(&f.victims))?;
-        }
-        for e in f.evidence.iter().skip(1) {
-            writeln!(out, "   - {}", e.what)?;
-        }
-        writeln!(out, "   next: {}", f.next)?;
-    }
-    Ok(())
-}
-
 /// Runs `kernstat why`; returns the exit status.
 pub fn run(args: &WhyArgs) -> anyhow::Result<i32> {
     let thresholds = match thresholds(args.config.as_deref()) {
@@ -215,14 +146,15 @@ pub fn run(args: &WhyArgs) -> anyhow::Result<i32> {
         None => sample_here(args.window, &thresholds)?,
     };
     if let Some(path) = &args.cgroup {
-        within_group(&mut report, path);
+        report.keep_group(path);
     }
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        print_text(&mut out, &report)?;
+        let stamp = kernstat_record::time::local_stamp(report.window.end_unix_ns);
+        out.write_all(kernstat_why::text::render(&report, &stamp).as_bytes())?;
     }
     Ok(0)
 }
