@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::keys::context::{self, Env};
+use crate::keys::git::COUNT_KEYS;
 use crate::session::{Query, Reply, Session};
 use kernstat_shm as shm;
 
@@ -84,19 +85,21 @@ impl Lookup {
         let mut replies: Vec<Option<Reply>> = vec![None; queries.len()];
         if let Some(snap) = self.snapshot() {
             let interval = snap.interval_ms();
-            // Per path: are the git values in memory still the repository's?
-            let mut current: Vec<(&str, bool)> = Vec::new();
+            // Per path: are the git values in memory still the repository's (the
+            // files' and, for a count key, the counts')?
+            let mut current: Vec<(&str, Current)> = Vec::new();
             for (i, q) in queries.iter().enumerate() {
                 if let (true, Some(path)) = (q.key == "git" || q.key.starts_with("git."), q.path) {
-                    let fresh = match current.iter().find(|(p, _)| *p == path) {
-                        Some((_, f)) => *f,
+                    let now = match current.iter().find(|(p, _)| *p == path) {
+                        Some((_, c)) => *c,
                         None => {
-                            let f = git_current(snap, path);
-                            current.push((path, f));
-                            f
+                            let c = git_current(snap, path);
+                            current.push((path, c));
+                            c
                         }
                     };
-                    if !fresh {
+                    let counted = q.key == "git" || COUNT_KEYS.contains(&q.key);
+                    if !now.files || (counted && !now.counts) {
                         continue;
                     }
                 }
@@ -275,24 +278,41 @@ impl Iterator for Follow {
     }
 }
 
-/// Whether the snapshot's git values for `path` are the repository's now: the stamp the
-/// daemon took before its read (HEAD, index, the branch's ref, packed-refs, the stash
-/// log; or where a `.git` could appear) against the same files' `stat` now — a few
-/// microseconds, so that a prompt drawn right after `git checkout` or `git commit` never
-/// shows the state before it (it asks the daemon instead, which reads again).
-fn git_current(snap: &mut shm::Reader, path: &str) -> bool {
+/// Whether the snapshot's git values for a path are the repository's now.
+#[derive(Clone, Copy, Default)]
+struct Current {
+    /// The values read from the repository's files (branch, commit, stash ...).
+    files: bool,
+    /// The counts (dirty, staged, ahead ...), computed later than the files are read.
+    counts: bool,
+}
+
+/// The stamp the daemon took before its read (HEAD, index, the branch's ref,
+/// packed-refs, the stash log; or where a `.git` could appear) against the same files'
+/// `stat` now — a few microseconds, so that a prompt drawn right after `git checkout` or
+/// `git commit` never shows the state before it (it asks the daemon instead, which reads
+/// again); the counts are current when the stamp they were computed from is today's.
+fn git_current(snap: &mut shm::Reader, path: &str) -> Current {
     #[derive(serde::Deserialize)]
     struct Stamp {
         files: Vec<PathBuf>,
         stamp: Vec<u64>,
+        #[serde(default)]
+        counts_of: Option<Vec<u64>>,
     }
     use crate::keys::git::{stamp_files, STAMP_KEY};
     let Some(v) = snap.get(&shm::stored_key(STAMP_KEY, Some(path))) else {
-        return false;
+        return Current::default();
     };
     match serde_json::from_slice::<Stamp>(&v.bytes) {
-        Ok(s) => stamp_files(&s.files) == s.stamp,
-        Err(_) => false,
+        Ok(s) => {
+            let now = stamp_files(&s.files);
+            Current {
+                files: now == s.stamp,
+                counts: s.counts_of.as_ref() == Some(&now),
+            }
+        }
+        Err(_) => Current::default(),
     }
 }
 

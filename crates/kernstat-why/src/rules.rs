@@ -305,14 +305,53 @@ fn cpu(w: &Window<'_>, t: &Thresholds) -> Finding {
             .saturating_sub(b.map_or(0, |b| b.run_delay_ns))
     });
     let waited: u64 = delays.iter().map(|d| d.1).sum();
+    // A task of a group held back by its cpu.max quota stays runnable while throttled:
+    // its wait is in PSI's `some` and in its run delay, on CPUs that may be idle. That
+    // is the throttling finding's, not saturation: the share of the run delay spent in
+    // throttled groups comes off this score (on a 2-CPU guest one looping task under a
+    // 0.2-CPU quota made `some` 78 % with the CPUs 12 % busy).
+    let throttled = throttled_groups(w);
+    let waited_throttled: u64 = delays
+        .iter()
+        .filter(|(p, _)| throttled.iter().any(|g| within(p.cgroup.as_deref(), g)))
+        .map(|d| d.1)
+        .sum();
+    let unthrottled = if waited > 0 {
+        1.0 - waited_throttled as f64 / waited as f64
+    } else {
+        1.0
+    };
     // PSI where the kernel has it; else the tasks' summed run delay per CPU.
-    let score = w
-        .stall(0)
-        .unwrap_or_else(|| (waited as f64 / 1e9 / w.dt_s / f64::from(w.end.ncpus)).min(1.0));
+    let score = unthrottled
+        * w.stall(0)
+            .unwrap_or_else(|| (waited as f64 / 1e9 / w.dt_s / f64::from(w.end.ncpus)).min(1.0));
     let used = w.per_proc(|b, p| p.cpu_ns.saturating_sub(b.map_or(0, |b| b.cpu_ns)));
     let culprits = top_parties(used, busy, 5);
     let mut victims = top_parties(delays, w.dt_s * 1e9, 5);
     victims.extend(group_victims(w, 0, 3));
+    let mut evidence = vec![
+        Evidence {
+            what: format!("CPUs busy {} of {} CPUs", pct(util), w.end.ncpus),
+            ..Evidence::default()
+        },
+        Evidence {
+            what: format!(
+                "tasks waited {:.2} s in all for a CPU (run delay, /proc/PID/schedstat)",
+                waited as f64 / 1e9
+            ),
+            ..Evidence::default()
+        },
+    ];
+    if waited_throttled > 0 {
+        evidence.push(Evidence {
+            what: format!(
+                "{} of that wait was in throttled groups ({}): scored as throttling, not here",
+                pct(1.0 - unthrottled),
+                throttled.join(", ")
+            ),
+            ..Evidence::default()
+        });
+    }
     let verdict = if score >= t.of(Resource::Cpu) {
         format!(
             "CPU saturated: tasks waited {} of the window to run (CPUs {} busy)",
@@ -338,21 +377,29 @@ fn cpu(w: &Window<'_>, t: &Thresholds) -> Finding {
         verdict,
         culprits,
         victims,
-        vec![
-            Evidence {
-                what: format!("CPUs busy {} of {} CPUs", pct(util), w.end.ncpus),
-                ..Evidence::default()
-            },
-            Evidence {
-                what: format!(
-                    "tasks waited {:.2} s in all for a CPU (run delay, /proc/PID/schedstat)",
-                    waited as f64 / 1e9
-                ),
-                ..Evidence::default()
-            },
-        ],
+        evidence,
         next,
     )
+}
+
+/// The groups throttled at all in the window (by path).
+fn throttled_groups<'a>(w: &Window<'a>) -> Vec<&'a str> {
+    w.end
+        .groups
+        .iter()
+        .filter(|g| {
+            let before = w.start.groups.iter().find(|x| x.path == g.path);
+            matches!((g.throttled_us, before.and_then(|b| b.throttled_us)), (Some(now), Some(then)) if now > then)
+        })
+        .map(|g| g.path.as_str())
+        .collect()
+}
+
+/// Whether a process's group `cgroup` is `group` or below it.
+fn within(cgroup: Option<&str>, group: &str) -> bool {
+    cgroup.is_some_and(|c| {
+        c == group || group == "/" || c.strip_prefix(group).is_some_and(|r| r.starts_with('/'))
+    })
 }
 
 fn memory(w: &Window<'_>, t: &Thresholds) -> Finding {
@@ -508,10 +555,7 @@ fn throttling(w: &Window<'_>, t: &Thresholds) -> Finding {
                 share,
             }];
             let inside = w.per_proc(|b, p| {
-                if p.cgroup
-                    .as_deref()
-                    .is_some_and(|c| c == g.path || c.starts_with(&format!("{}/", g.path)))
-                {
+                if within(p.cgroup.as_deref(), &g.path) {
                     p.cpu_ns.saturating_sub(b.map_or(0, |b| b.cpu_ns))
                 } else {
                     0
@@ -755,6 +799,47 @@ mod tests {
         assert_eq!(f.culprits[0].pid, Some(1));
         assert_eq!(f.victims[0].pid, Some(2));
         assert!(f.verdict.starts_with("CPU saturated"), "{}", f.verdict);
+    }
+
+    /// A task under a small cpu.max quota waits while throttled on idle CPUs: PSI's
+    /// `some` and its run delay grow, yet the CPUs are not saturated. Throttling ranks
+    /// first and the CPU finding keeps only the other tasks' share of the wait.
+    #[test]
+    fn waiting_under_a_quota_is_throttling_not_saturation() {
+        let group = |throttled_s: u64| crate::GroupSnap {
+            path: "/t/thr".into(),
+            throttled_us: Some(throttled_s * 1_000_000),
+            quota: Some((20_000, 100_000)),
+            ..Default::default()
+        };
+        let in_group = |pid, cpu_s, delay_s| ProcSnap {
+            cgroup: Some("/t/thr".into()),
+            ..p(pid, cpu_s, delay_s)
+        };
+        let mut a = snap(0, 0, vec![in_group(1, 0, 0), p(2, 0, 0)]);
+        a.groups.push(group(0));
+        // 10 s: the quota held the group back 8 s; `some` grew 8.2 s; the looping task
+        // waited 9 s, another task 1 s: 90 % of the wait is throttling.
+        let mut b = snap(10, 8_200_000, vec![in_group(1, 2, 9), p(2, 1, 1)]);
+        b.groups.push(group(8));
+        let r = findings(&a, &b, &Between::default(), &Thresholds::default(), "test");
+        assert_eq!(r.findings[0].resource, Resource::Throttling, "{r:?}");
+        let cpu = r
+            .findings
+            .iter()
+            .find(|f| f.resource == Resource::Cpu)
+            .unwrap();
+        assert!((cpu.score - 0.082).abs() < 1e-9, "{cpu:?}");
+        assert!(!cpu.notable);
+        assert!(
+            cpu.evidence.iter().any(|e| e
+                .what
+                .contains("90.0 % of that wait was in throttled groups (/t/thr)")),
+            "{cpu:?}"
+        );
+        // The group's own processes are still in a group below it.
+        assert!(within(Some("/t/thr/x"), "/t/thr"));
+        assert!(!within(Some("/t/thrx"), "/t/thr"));
     }
 
     #[test]

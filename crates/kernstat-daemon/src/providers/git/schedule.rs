@@ -86,6 +86,10 @@ struct GitPath {
     stamp: Vec<u64>,
     /// The stamp the last count started from (None: never counted).
     counted: Option<Vec<u64>>,
+    /// The stamp the counts in the cache started from (the last count that finished),
+    /// published with the stamp: a reader of the snapshot takes a count key from it only
+    /// when this is the repository's stamp now.
+    counts_of: Option<Vec<u64>>,
 }
 
 impl GitPath {
@@ -106,6 +110,7 @@ impl GitPath {
             stamping: None,
             stamp: Vec::new(),
             counted: None,
+            counts_of: None,
         }
     }
 }
@@ -159,6 +164,14 @@ impl Default for GitPaths {
             changes: Mutex::new(Some(changes)),
         }
     }
+}
+
+/// Whether a count request started the computation or joined one already running
+/// (which may have read the work tree before the change the request saw).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Joined {
+    Started,
+    Running,
 }
 
 /// Why a request got no fresh answer.
@@ -260,7 +273,12 @@ impl GitPaths {
             Counts::Force => true,
         };
         if wanted && rights.uid().is_none() {
-            self.count(h, &scope, true).await?;
+            // A count already under way (started in the background after an earlier
+            // change, e.g. the watcher's read after `git add`) may have read the work
+            // tree before the change this request saw (`git commit`): then one more.
+            if self.count(h, &scope, true).await? == Joined::Running {
+                self.count(h, &scope, true).await?;
+            }
         }
         Ok(())
     }
@@ -354,9 +372,9 @@ impl GitPaths {
                     if watcher.is_some() {
                         p._watcher = watcher;
                     }
-                    publish_stamp(h, scope, &p.rights, stamping.as_ref(), &stamp);
                     p.stamp = stamp;
                     p.stamping = stamping;
+                    publish_stamp(h, scope, p);
                     p.failures = 0;
                     p.retry_at = now;
                     count_now = p.wants_counts && p.counts_next <= now && !p.counts_busy;
@@ -367,9 +385,9 @@ impl GitPaths {
                     for (k, _) in GIT_KEYS {
                         h.cache.put(k, Some(scope), b"null".to_vec());
                     }
-                    publish_stamp(h, scope, &p.rights, stamping.as_ref(), &stamp);
                     p.stamping = stamping;
                     p.stamp = stamp;
+                    publish_stamp(h, scope, p);
                 }
                 Some((Err(e), _, _, _)) => {
                     // Failing: back off 2 s, 4 s ... up to a minute; every key says why.
@@ -395,26 +413,33 @@ impl GitPaths {
     }
 
     /// Computes the counts of `scope`'s path with gix (the daemon's own user only), one
-    /// computation at a time per path; with `wait`, waits for it (bounded).
-    async fn count(self: &Arc<Self>, h: &Arc<Hub>, scope: &str, wait: bool) -> Result<(), NotRead> {
-        let notify = {
+    /// computation at a time per path; with `wait`, waits for it (bounded). Says whether
+    /// it started the computation or joined one already running.
+    async fn count(
+        self: &Arc<Self>,
+        h: &Arc<Hub>,
+        scope: &str,
+        wait: bool,
+    ) -> Result<Joined, NotRead> {
+        let (notify, joined) = {
             let mut g = self.lock();
             let Some(p) = g.get_mut(scope) else {
-                return Ok(());
+                return Ok(Joined::Started);
             };
             if wait {
                 p.wants_counts = true;
             }
             if p.rights.uid().is_some() {
-                return Ok(());
+                return Ok(Joined::Started);
             }
             match &p.counting {
-                Some(n) => n.clone(),
+                Some(n) => (n.clone(), Joined::Running),
                 None => {
                     let n = Arc::new(Notify::new());
                     p.counting = Some(n.clone());
                     p.counts_busy = true;
                     p.counted = Some(p.stamp.clone());
+                    let from = p.stamp.clone();
                     let (h2, me, scope2, uid, done) =
                         (h.clone(), self.clone(), scope.to_string(), p.uid, n.clone());
                     let dir = PathBuf::from(&p.path);
@@ -427,22 +452,22 @@ impl GitPaths {
                                 counts(&info)
                             })
                             .await;
-                        me.finish_count(&h2, &scope2, out, t0.elapsed());
+                        me.finish_count(&h2, &scope2, out, from, t0.elapsed());
                         done.notify_waiters();
                     });
-                    n
+                    (n, Joined::Started)
                 }
             }
         };
         if !wait {
-            return Ok(());
+            return Ok(joined);
         }
         let notified = notify.notified();
         if self.lock().get(scope).is_some_and(|p| p.counting.is_none()) {
-            return Ok(());
+            return Ok(joined);
         }
         match tokio::time::timeout(COUNT_WAIT, notified).await {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(joined),
             Err(_) => Err(NotRead(format!(
                 "counting changes took more than {COUNT_WAIT:?}"
             ))),
@@ -454,6 +479,7 @@ impl GitPaths {
         h: &Arc<Hub>,
         scope: &str,
         out: Option<Result<GitCounts, String>>,
+        from: Vec<u64>,
         took: Duration,
     ) {
         match out {
@@ -473,6 +499,8 @@ impl GitPaths {
             p.counting = None;
             p.counts_busy = false;
             p.counts_next = Instant::now() + took * 50;
+            p.counts_of = Some(from);
+            publish_stamp(h, scope, p);
         }
         h.notify(Event::Path(scope.into()));
     }
@@ -704,11 +732,11 @@ fn stamp_of(s: &Stamping) -> Vec<u64> {
 /// the snapshot holds per-path keys for it alone), so that a reader of the snapshot can
 /// tell a cached git value from one the repository has moved past: it `stat`s the same
 /// files and compares (lookup.rs).
-fn publish_stamp(h: &Hub, scope: &str, rights: &Rights, s: Option<&Stamping>, stamp: &[u64]) {
-    let Some(s) = s.filter(|_| rights.uid().is_none()) else {
+fn publish_stamp(h: &Hub, scope: &str, p: &GitPath) {
+    let Some(s) = p.stamping.as_ref().filter(|_| p.rights.uid().is_none()) else {
         return;
     };
-    let v = serde_json::json!({ "files": s.files, "stamp": stamp });
+    let v = serde_json::json!({ "files": s.files, "stamp": p.stamp, "counts_of": p.counts_of });
     h.cache.put(
         STAMP_KEY,
         Some(scope),
