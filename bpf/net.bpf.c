@@ -29,8 +29,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* 8,192 processes that used a socket within two samples. Reading the map walks every
  * bucket: measured in `bar --bench` (fastest of 1,000 samples), 16,384 entries added
- * 14 us to a 90 us sample, 4,096 added 5 us. Sends of processes beyond it are counted
- * in `overflow`. */
+ * 14 us to a 90 us sample, 4,096 added 5 us. Processes beyond it, or beyond their
+ * user's share, are counted per user in `crowded`. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 8192);
@@ -41,7 +41,47 @@ struct {
 /* The reader's pid namespace in a container (pidns.bpf.h); 0 in the initial one. */
 const volatile __u32 reader_pidns_inum = 0;
 
-/* Sends and receives not counted because the map was full. */
+/* Entries one user other than root may hold at once (userspace sets it: a quarter of
+ * `procs`), so that one user forking thousands of processes that each send a datagram
+ * cannot leave everyone else's processes without a slot (security finding N8). Past
+ * it, the user's new processes are counted together, per user, in `crowded`. */
+const volatile __u32 uid_share = 2048;
+
+/* Entries each user holds: those added (counted here, by this program only) less those
+ * userspace deleted after the process exited (`freed_for`, written by userspace only).
+ * One writer each, so no update is lost to a race between the two. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} added_by SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} freed_for SEC(".maps");
+
+/* Bytes of processes without a slot of their own, per user: the machine's totals stay
+ * whole. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct ks_net_val);
+} crowded SEC(".maps");
+
+/* And where even `crowded` had no room. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ks_net_val);
+} uncounted SEC(".maps");
+
+/* Sends and receives not counted per process (in `crowded` or `uncounted` instead). */
 __u64 overflow = 0;
 
 /* Referenced so that their BTF (and so the Rust types) are emitted. */
@@ -69,12 +109,64 @@ static __always_inline __u32 kind_of(struct sock *sk)
 	return KS_NET_OTHER;
 }
 
+/* A slot in `procs` for a process not seen yet, if its user has room and the map has. */
+static __always_inline struct ks_net_val *admit(struct ks_net_key *key, __u32 uid)
+{
+	struct ks_net_val zero = {};
+	__u64 *held = NULL;
+
+	if (uid) {
+		__u64 none = 0, *freed;
+
+		held = bpf_map_lookup_elem(&added_by, &uid);
+		if (!held) {
+			bpf_map_update_elem(&added_by, &uid, &none, BPF_NOEXIST);
+			held = bpf_map_lookup_elem(&added_by, &uid);
+		}
+		if (!held)
+			return NULL;
+		freed = bpf_map_lookup_elem(&freed_for, &uid);
+		if (*held - (freed ? *freed : 0) >= uid_share)
+			return NULL;
+		__sync_fetch_and_add(held, 1);
+	}
+	bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+	zero.uid = uid;
+	if (bpf_map_update_elem(&procs, key, &zero, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&procs, key)) {
+		if (held)
+			__sync_fetch_and_add(held, -1);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&procs, key);
+}
+
+/* The user's shared counters, for a process without a slot of its own. */
+static __always_inline struct ks_net_val *crowded_of(__u32 uid)
+{
+	struct ks_net_val *v;
+	__u32 zero_key = 0;
+
+	__sync_fetch_and_add(&overflow, 1);
+	v = bpf_map_lookup_elem(&crowded, &uid);
+	if (!v) {
+		struct ks_net_val zero = {};
+
+		zero.uid = uid;
+		bpf_map_update_elem(&crowded, &uid, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&crowded, &uid);
+	}
+	if (!v)
+		v = bpf_map_lookup_elem(&uncounted, &zero_key);
+	return v;
+}
+
 static __always_inline void count(struct sock *sk, int ret, __u32 dir)
 {
 	struct task_struct *task;
 	struct ks_net_key key = {};
 	struct ks_net_val *v;
-	__u32 kind;
+	__u32 kind, uid;
 
 	if (ret <= 0 || !sk)
 		return;
@@ -90,15 +182,10 @@ static __always_inline void count(struct sock *sk, int ret, __u32 dir)
 	kind = kind_of(sk) & 3;
 	v = bpf_map_lookup_elem(&procs, &key);
 	if (!v) {
-		struct ks_net_val zero = {};
-
-		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
-		if (bpf_map_update_elem(&procs, &key, &zero, BPF_NOEXIST) &&
-		    !bpf_map_lookup_elem(&procs, &key)) {
-			__sync_fetch_and_add(&overflow, 1);
-			return;
-		}
-		v = bpf_map_lookup_elem(&procs, &key);
+		uid = (__u32)bpf_get_current_uid_gid();
+		v = admit(&key, uid);
+		if (!v)
+			v = crowded_of(uid);
 		if (!v)
 			return;
 	}

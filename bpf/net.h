@@ -36,6 +36,8 @@ struct ks_net_val {
 	__u64 bytes[2][KS_NET_NKINDS]; /* [dir][kind] */
 	__u64 calls[2][KS_NET_NKINDS];
 	char comm[KS_NET_COMM_LEN]; /* when first seen (the name an exited one keeps) */
+	__u32 uid; /* the owner when first seen (on that CPU's slot; the others are 0) */
+	__u32 _pad;
 };
 
 #endif /* KERNSTAT_NET_H */

@@ -16,9 +16,11 @@ use std::mem::size_of;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::MapCore;
+use libbpf_rs::{MapCore, MapFlags};
 
-use kernstat_model::net::{Attribution, NetCounters, NetProcSample, NetSample};
+use kernstat_model::net::{
+    Attribution, CrowdedUser, NetCounters, NetProcSample, NetSample, UNKNOWN_UID,
+};
 use kernstat_model::raw::Comm;
 
 use crate::kernel::Attach;
@@ -38,6 +40,11 @@ pub struct Net {
     /// Processes found gone at the last read, with their calls then: deleted at the
     /// next read if still gone and unchanged (so their last bytes were read once).
     gone_before: Vec<(ProcKey, u64)>,
+    /// The per-user overflow map (read only once something overflowed).
+    crowded: PercpuBatch,
+    /// Entries deleted per user since loading (uid, entries), sorted: the kernel's
+    /// `freed_for`, so that exits free room in a user's share.
+    freed: Vec<(u32, u64)>,
 }
 
 type ProcKey = (u32, u64);
@@ -104,12 +111,15 @@ impl Net {
         for &attach in order {
             match open_and_load(attach) {
                 Ok(skel) => {
-                    let batch = PercpuBatch::new(&skel.maps.procs)?;
+                    let batch = PercpuBatch::new(&skel.maps.procs, BATCH)?;
+                    let crowded = PercpuBatch::new(&skel.maps.crowded, 64)?;
                     return Ok(Net {
                         skel,
                         attach,
                         batch,
                         gone_before: Vec::new(),
+                        crowded,
+                        freed: Vec::new(),
                     });
                 }
                 Err(e @ (LoadError::NoBtf(_) | LoadError::NotPermitted)) => return Err(e),
@@ -162,40 +172,61 @@ impl Net {
             }
             // SAFETY: length checked; plain old data in the generated layout.
             let key: ks_net_key = unsafe { std::ptr::read_unaligned(k.as_ptr().cast()) };
-            let mut c = NetCounters::default();
-            let mut comm = Comm::default();
-            for cpu in 0..ncpus {
-                let at = cpu * stride;
-                let Some(raw) = v.get(at..at + size_of::<ks_net_val>()) else {
-                    break;
-                };
-                // SAFETY: length checked; plain old data.
-                let val: ks_net_val = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
-                for k in 0..4 {
-                    c.rx_bytes[k] += val.bytes[0][k];
-                    c.tx_bytes[k] += val.bytes[1][k];
-                    c.rx_calls[k] += val.calls[0][k];
-                    c.tx_calls[k] += val.calls[1][k];
-                }
-                if comm.is_empty() && val.comm[0] != 0 {
-                    // SAFETY: [i8; 16] and [u8; 16] have the same layout.
-                    let bytes: [u8; 16] = unsafe { std::mem::transmute(val.comm) };
-                    let end = bytes.iter().position(|&b| b == 0).unwrap_or(16);
-                    comm = Comm::from_bytes(&bytes[..end]);
-                }
-            }
+            let (counters, comm, uid) = sum_cpus(v, ncpus, stride);
             out.procs.push(NetProcSample {
                 pid: key.tgid,
                 start_ns: key.start_ns,
                 comm,
-                counters: c,
+                uid,
+                counters,
             });
         })?;
         out.procs.sort_unstable_by_key(|p| (p.pid, p.start_ns));
+        if out.lost > 0 {
+            self.read_crowded(out)?;
+        }
         self.forget_gone(out, alive);
         Ok(())
     }
 
+    /// The per-user counters of processes without an entry of their own.
+    fn read_crowded(&mut self, out: &mut NetSample) -> io::Result<()> {
+        let (ncpus, stride) = (self.crowded.ncpus, self.crowded.stride);
+        self.crowded.read(&self.skel.maps.crowded, |k, v| {
+            let Some(uid) = k
+                .get(..4)
+                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+            else {
+                return;
+            };
+            let (counters, _, _) = sum_cpus(v, ncpus, stride);
+            out.crowded.push(CrowdedUser { uid, counters });
+        })?;
+        if let Ok(Some(slots)) = self
+            .skel
+            .maps
+            .uncounted
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+        {
+            let mut all = Vec::with_capacity(ncpus * stride);
+            for slot in &slots {
+                all.extend_from_slice(slot);
+                all.resize(all.len().div_ceil(stride) * stride, 0);
+            }
+            let (counters, _, _) = sum_cpus(&all, slots.len(), stride);
+            if counters != NetCounters::default() {
+                out.crowded.push(CrowdedUser {
+                    uid: UNKNOWN_UID,
+                    counters,
+                });
+            }
+        }
+        out.crowded.sort_unstable_by_key(|c| c.uid);
+        Ok(())
+    }
+
+    /// Deletes the entries of processes gone at two reads in a row, and tells the
+    /// kernel how many of each user's it deleted (root's are not limited nor counted).
     fn forget_gone(&mut self, sample: &NetSample, alive: impl Fn(u32, u64) -> bool) {
         let calls = |c: &NetCounters| -> u64 { c.rx_calls.iter().chain(c.tx_calls.iter()).sum() };
         let mut gone_now = Vec::new();
@@ -219,12 +250,32 @@ impl Net {
                         size_of::<ks_net_key>(),
                     )
                 };
-                let _ = self.skel.maps.procs.delete(bytes);
+                if self.skel.maps.procs.delete(bytes).is_ok() && p.uid != 0 {
+                    self.free(p.uid);
+                }
             } else {
                 gone_now.push((key, n));
             }
         }
         self.gone_before = gone_now;
+    }
+
+    /// One more of `uid`'s entries deleted.
+    fn free(&mut self, uid: u32) {
+        let i = match self.freed.binary_search_by_key(&uid, |f| f.0) {
+            Ok(i) => i,
+            Err(i) => {
+                self.freed.insert(i, (uid, 0));
+                i
+            }
+        };
+        self.freed[i].1 += 1;
+        let map = &self.skel.maps.freed_for;
+        let _ = map.update(
+            &uid.to_ne_bytes(),
+            &self.freed[i].1.to_ne_bytes(),
+            MapFlags::ANY,
+        );
     }
 
     /// Processes the map holds at most.
@@ -239,6 +290,36 @@ impl Net {
     }
 }
 
+/// One entry's counters summed over the CPUs' slots, its name and its owner (each
+/// set on the slot of the CPU that first saw the process).
+fn sum_cpus(v: &[u8], ncpus: usize, stride: usize) -> (NetCounters, Comm, u32) {
+    let mut c = NetCounters::default();
+    let mut comm = Comm::default();
+    let mut uid = 0;
+    for cpu in 0..ncpus {
+        let at = cpu * stride;
+        let Some(raw) = v.get(at..at + size_of::<ks_net_val>()) else {
+            break;
+        };
+        // SAFETY: length checked; plain old data.
+        let val: ks_net_val = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+        for k in 0..4 {
+            c.rx_bytes[k] += val.bytes[0][k];
+            c.tx_bytes[k] += val.bytes[1][k];
+            c.rx_calls[k] += val.calls[0][k];
+            c.tx_calls[k] += val.calls[1][k];
+        }
+        if comm.is_empty() && val.comm[0] != 0 {
+            // SAFETY: [i8; 16] and [u8; 16] have the same layout.
+            let bytes: [u8; 16] = unsafe { std::mem::transmute(val.comm) };
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(16);
+            comm = Comm::from_bytes(&bytes[..end]);
+        }
+        uid = uid.max(val.uid);
+    }
+    (c, comm, uid)
+}
+
 /// Batched reads of a per-CPU hash map (`bpf_map_lookup_batch`), buffers kept between
 /// reads. Each value arrives as one slot per possible CPU, each slot rounded up to 8
 /// bytes (the kernel's layout for per-CPU values).
@@ -246,6 +327,7 @@ struct PercpuBatch {
     ncpus: usize,
     stride: usize,
     key_size: usize,
+    batch: usize,
     keys: Vec<u8>,
     values: Vec<u8>,
 }
@@ -253,7 +335,8 @@ struct PercpuBatch {
 const BATCH: usize = 1024;
 
 impl PercpuBatch {
-    fn new(map: &libbpf_rs::Map<'_>) -> Result<Self, LoadError> {
+    /// Buffers for `batch` entries at a time.
+    fn new(map: &libbpf_rs::Map<'_>, batch: usize) -> Result<Self, LoadError> {
         let ncpus = libbpf_rs::num_possible_cpus().unwrap_or(1).max(1);
         let stride = (map.value_size() as usize).div_ceil(8) * 8;
         let key_size = map.key_size() as usize;
@@ -261,8 +344,9 @@ impl PercpuBatch {
             ncpus,
             stride,
             key_size,
-            keys: vec![0; BATCH * key_size],
-            values: vec![0; BATCH * stride * ncpus],
+            batch,
+            keys: vec![0; batch * key_size],
+            values: vec![0; batch * stride * ncpus],
         })
     }
 
@@ -282,8 +366,8 @@ impl PercpuBatch {
             ..Default::default()
         };
         loop {
-            let mut count = BATCH as u32;
-            // SAFETY: keys and values hold BATCH entries of the map's key size and of
+            let mut count = self.batch as u32;
+            // SAFETY: keys and values hold `batch` entries of the map's key size and of
             // value size times CPUs; the batch tokens are 8 bytes (a hash bucket index).
             let rc = unsafe {
                 libbpf_sys::bpf_map_lookup_batch(

@@ -81,9 +81,25 @@ pub struct NetProcSample {
     pub start_ns: u64,
     /// Its command name when it first used a socket.
     pub comm: Comm,
+    /// Its owner when it first used a socket (0 where not known, as in a replay).
+    pub uid: u32,
     /// Cumulative counters.
     pub counters: NetCounters,
 }
+
+/// The counters of one user's processes that had no entry of their own in the
+/// collector's table (the user held its share of it, or the table was full): counted
+/// together, so that the machine's totals stay whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CrowdedUser {
+    /// The user; [`UNKNOWN_UID`] for sends counted where even the per-user table was full.
+    pub uid: u32,
+    /// Cumulative counters.
+    pub counters: NetCounters,
+}
+
+/// See [`CrowdedUser::uid`].
+pub const UNKNOWN_UID: u32 = u32::MAX;
 
 /// One network interface's counters (/proc/net/dev), cumulative since it came up.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,7 +134,10 @@ pub struct NetSample {
     pub attribution: Option<Attribution>,
     /// Per process, sorted by (pid, start_ns).
     pub procs: Vec<NetProcSample>,
-    /// Sends and receives the collector could not count (its table was full).
+    /// Per user, for processes without an entry of their own, sorted by uid.
+    pub crowded: Vec<CrowdedUser>,
+    /// Sends and receives not counted per process (counted in `crowded` instead),
+    /// since the collector started.
     pub lost: u64,
     /// Every interface, the default route's first.
     pub links: Vec<LinkSample>,
@@ -129,6 +148,7 @@ impl NetSample {
     pub fn clear(&mut self) {
         self.attribution = None;
         self.procs.clear();
+        self.crowded.clear();
         self.lost = 0;
         self.links.clear();
     }
@@ -211,8 +231,19 @@ pub struct NetModel {
     pub exited_tx_bytes: u64,
     /// The busiest processes (value: received + sent bytes/s; extra: sent bytes/s).
     pub top: Top<{ crate::top::TOP_N }>,
-    /// Sends and receives not counted since the collector started (its table was full).
+    /// Sends and receives not counted per process since the collector started (its
+    /// table was full, or their user held its share of it).
     pub lost: u64,
+    /// Payload bytes per second received by processes counted per user, not per
+    /// process (see [`CrowdedUser`]): in the totals above, not in `top`.
+    pub crowded_rx_bps: f64,
+    /// Sent, the same.
+    pub crowded_tx_bps: f64,
+    /// Users whose processes were counted so in the interval.
+    pub crowded_users: u32,
+    /// The per-process figures of the interval miss someone (`top` and per-process
+    /// columns are incomplete; the totals are not).
+    pub incomplete: bool,
 }
 
 /// What one process did over the interval: (received, sent) bytes per second.
@@ -262,13 +293,30 @@ pub fn model(
             });
         }
     }
+    for c in &cur.crowded {
+        let before = prev.crowded.iter().find(|b| b.uid == c.uid);
+        let d = before.map_or(c.counters, |b| c.counters.since(&b.counters));
+        for (k, kind) in kinds.iter_mut().enumerate() {
+            kind.rx_bps += d.rx_bytes[k] as f64;
+            kind.tx_bps += d.tx_bytes[k] as f64;
+        }
+        m.crowded_rx_bps += d.rx() as f64;
+        m.crowded_tx_bps += d.tx() as f64;
+        if d.rx() + d.tx() > 0 {
+            m.crowded_users += 1;
+        }
+    }
+    m.incomplete = cur.lost > prev.lost || m.crowded_users > 0;
     if dt > 0.0 {
         for k in kinds.iter_mut() {
             k.rx_bps /= dt;
             k.tx_bps /= dt;
         }
+        m.crowded_rx_bps /= dt;
+        m.crowded_tx_bps /= dt;
     } else {
         kinds = [KindRate::default(); 4];
+        (m.crowded_rx_bps, m.crowded_tx_bps) = (0.0, 0.0);
     }
     [m.tcp, m.udp, m.unix, m.other] = kinds;
     m.rx_bps = kinds.iter().map(|k| k.rx_bps).sum();
@@ -328,6 +376,7 @@ mod tests {
             pid,
             start_ns: start,
             comm: Comm::from_str_lossy("p"),
+            uid: 0,
             counters: c,
         }
     }
@@ -358,6 +407,42 @@ mod tests {
         assert_eq!(m.unix.tx_bps, 250.0);
         assert_eq!(m.top.as_slice()[0].pid, 11);
         assert!(model(&prev, &NetSample::default(), 2.0, |_, _| true).is_none());
+        assert!(!m.incomplete);
+    }
+
+    /// A user's processes past its share are counted for the user: in the totals,
+    /// not in the top list, and the interval says its per-process figures are short.
+    #[test]
+    fn processes_counted_per_user_stay_in_the_totals() {
+        let crowded = |tx: u64| {
+            let mut counters = NetCounters::default();
+            counters.tx_bytes[1] = tx;
+            CrowdedUser {
+                uid: 1000,
+                counters,
+            }
+        };
+        let prev = NetSample {
+            attribution: Some(Attribution::Caller),
+            procs: vec![proc(10, 1, 0, 0)],
+            crowded: vec![crowded(100)],
+            lost: 3,
+            ..NetSample::default()
+        };
+        let cur = NetSample {
+            crowded: vec![crowded(2100)],
+            lost: 9,
+            procs: vec![proc(10, 1, 0, 600)],
+            ..prev.clone()
+        };
+        let m = model(&prev, &cur, 2.0, |_, _| true).unwrap();
+        assert_eq!(m.tx_bps, 1300.0);
+        assert_eq!(m.udp.tx_bps, 1000.0);
+        assert_eq!((m.crowded_tx_bps, m.crowded_users), (1000.0, 1));
+        assert!(m.incomplete);
+        assert_eq!(m.top.as_slice().len(), 1);
+        let quiet = model(&cur, &cur, 2.0, |_, _| true).unwrap();
+        assert!(!quiet.incomplete && quiet.crowded_users == 0);
     }
 
     #[test]

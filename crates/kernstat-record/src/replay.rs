@@ -68,6 +68,7 @@ pub fn raw_sample(f: &Frame) -> RawSample {
                     pid: p.pid,
                     start_ns: p.start_ns,
                     comm: Comm::from_str_lossy(&p.comm),
+                    uid: p.uid,
                     counters: NetCounters {
                         rx_bytes: n[0],
                         tx_bytes: n[1],
@@ -76,6 +77,7 @@ pub fn raw_sample(f: &Frame) -> RawSample {
                 })
             })
             .collect(),
+        crowded: Vec::new(),
         lost: 0,
         links: f
             .links

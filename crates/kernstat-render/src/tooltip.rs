@@ -73,6 +73,13 @@ fn network(out: &mut String, m: &Model, mk: bool) -> fmt::Result {
             out.push_str(" ↑ ");
             human::rate(out, n.tx_bps)?;
             write!(out, " (by {})", n.attribution.as_str())?;
+            if n.incomplete {
+                write!(
+                    out,
+                    "\n  per process incomplete: {} user(s) past their share",
+                    n.crowded_users
+                )?;
+            }
             for e in n.top.as_slice() {
                 split_rate(out, e, mk, ("↓ ", " ↑ "))?;
             }

@@ -145,9 +145,9 @@ impl Replay {
             source: "archive",
             oom: None,
             links: m.links.clone(),
-            net: m.net.as_ref().map(|n| kernstat_model::net::KindRate {
-                rx_bps: n.rx_bps,
-                tx_bps: n.tx_bps,
+            net: m.net.as_ref().map(|n| kernstat_model::net::NetModel {
+                top: Default::default(),
+                ..n.clone()
             }),
             net_unavailable: m
                 .net

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use kernstat_bpf::exits::Exits;
 use kernstat_bpf::net::Net;
-use kernstat_model::net::{link_rates, proc_rates, KindRate, LinkRate, NetSample};
+use kernstat_model::net::{link_rates, proc_rates, LinkRate, NetModel, NetSample};
 use kernstat_model::ps::TaskRow;
 use kernstat_model::rates::{Children, Rates};
 use kernstat_model::{Comm, CoreTimes, Hardware, MemInfo, Psi, SystemSample};
@@ -50,8 +50,9 @@ pub struct Machine {
     pub source: &'static str,
     /// Every network interface over the interval, the default route's first.
     pub links: Vec<LinkRate>,
-    /// All processes' socket bytes over the interval (None: not counted here).
-    pub net: Option<KindRate>,
+    /// All processes' socket bytes over the interval, its `top` empty (None: not
+    /// counted here).
+    pub net: Option<NetModel>,
     /// Why per-process network is not counted.
     pub net_unavailable: Option<String>,
     /// The last OOM kill while top runs, and how long ago, for [`OOM_SHOWN`] after it
@@ -313,12 +314,12 @@ impl Sampler {
     }
 
     /// Every process's socket bytes per second, including those that exited.
-    fn net_total(&self, dt_s: f64) -> Option<KindRate> {
+    fn net_total(&self, dt_s: f64) -> Option<NetModel> {
         self.net.as_ref()?;
         let m = kernstat_model::net::model(&self.net_prev, &self.net_cur, dt_s, |_, _| true)?;
-        Some(KindRate {
-            rx_bps: m.rx_bps,
-            tx_bps: m.tx_bps,
+        Some(NetModel {
+            top: Default::default(),
+            ..m
         })
     }
 

@@ -297,6 +297,31 @@ fn hidden_processes_stay_out_of_metrics() {
     let _ = child.wait();
 }
 
+/// `bytes` sent by one process of `uid` to another over a `kind` socket on loopback, in
+/// sends of 1,000 bytes, both staying alive once all came: (receiver, sender).
+fn transfer(uid: u32, kind: &str, bytes: u64) -> (Guard, Guard) {
+    let mut recv = Guard(
+        as_uid(uid, &kernstat_testkit::workload_bin())
+            .args(["net-recv", kind, &bytes.to_string(), "stay"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(recv.0.stdout.take().unwrap()));
+    let port = lines.next().unwrap().unwrap();
+    let port = port.strip_prefix("ready ").unwrap().to_string();
+    let send = Guard(
+        as_uid(uid, &kernstat_testkit::workload_bin())
+            .args(["net-send", kind, &port, &bytes.to_string(), "1000", "stay"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let got = lines.next().unwrap().unwrap();
+    assert!(got.starts_with(&format!("got {bytes}")), "{got}");
+    (recv, send)
+}
+
 /// N4: every user read every process's exact socket and storage byte counters from the
 /// system daemon (the socket, the world-readable snapshot, /metrics), which
 /// /proc/PID/io denies them since CVE-2011-2495. Now a user gets their own processes'
@@ -308,24 +333,7 @@ fn byte_counters_go_to_their_owner_and_root_only() {
     }
     let d = SysDaemon::start_opts(true, &["--metrics", "127.0.0.1:0"], |_| {});
     // The victim's two processes: 300,000 bytes over TCP, both staying alive.
-    let mut recv = Guard(
-        as_uid(VICTIM, &kernstat_testkit::workload_bin())
-            .args(["net-recv", "tcp", "300000", "stay"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(recv.0.stdout.take().unwrap()));
-    let port = lines.next().unwrap().unwrap();
-    let port = port.strip_prefix("ready ").unwrap().to_string();
-    let send = Guard(
-        as_uid(VICTIM, &kernstat_testkit::workload_bin())
-            .args(["net-send", "tcp", &port, "300000", "1000", "stay"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(lines.next().unwrap().unwrap().starts_with("got 300000"));
+    let (recv, send) = transfer(VICTIM, "tcp", 300_000);
     std::thread::sleep(Duration::from_millis(1500));
     let (rpid, spid) = (recv.0.id(), send.0.id());
     let find = |v: &Value, pid: u32| -> Value {
@@ -404,6 +412,76 @@ fn byte_counters_go_to_their_owner_and_root_only() {
     assert!(
         text.contains("kernstat_socket_transmit_bytes"),
         "machine totals stay"
+    );
+    drop(send);
+}
+
+/// N8: one user's 8,300 processes, each sending one datagram, filled the 8,192-entry
+/// network table, and everyone's traffic after that was missing from the per-process
+/// figures and from the machine's total. Now a user holds at most a quarter of the table
+/// (the rest of its processes are counted together, per user): another user's transfer
+/// is counted per process, exactly, and the machine's total holds every byte.
+#[test]
+fn one_user_cannot_fill_the_network_table() {
+    if !gate() || !kernstat_testkit::bpf_gate() {
+        return;
+    }
+    const FILL: u64 = 8_300;
+    const SIZE: u64 = 1_000;
+    const SHARE: usize = 2_048;
+    let d = SysDaemon::start_opts(true, &["--metrics", "127.0.0.1:0"], |_| {});
+    let udp_sent = || -> f64 {
+        let text = scrape(&d.metrics_url());
+        text.lines()
+            .find_map(|l| l.strip_prefix("kernstat_socket_transmit_bytes_total{kind=\"udp\"} "))
+            .map_or(0.0, |v| v.trim().parse().unwrap())
+    };
+    let before = udp_sent();
+    let mut fill = Guard(
+        as_uid(ATTACKER, &kernstat_testkit::workload_bin())
+            .args(["net-fill", &FILL.to_string(), &SIZE.to_string()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut out = std::io::BufRead::lines(std::io::BufReader::new(fill.0.stdout.take().unwrap()));
+    assert_eq!(out.next().unwrap().unwrap(), format!("ready {FILL}"));
+    // The victim, after the table would have been full: 100 datagrams of 1,000 bytes.
+    let (_recv, send) = transfer(VICTIM, "udp", 100_000);
+    std::thread::sleep(Duration::from_millis(2500));
+    let r = ask(
+        0,
+        &d.sock,
+        &[get("snapshot", None), get("network.sockets", None)],
+        10_000,
+    );
+    let snap: Value = serde_json::from_str(&r[0]).unwrap();
+    let procs = snap["data"]["procs"].as_array().unwrap();
+    let sender = procs
+        .iter()
+        .find(|p| p["pid"] == send.0.id())
+        .unwrap_or_else(|| panic!("the victim's sender is not listed"));
+    assert_eq!(sender["net_tx_bytes"], 100_000, "{sender}");
+    // The attacker's processes with an entry of their own: at most its share.
+    let own = procs
+        .iter()
+        .filter(|p| p["uid"] == ATTACKER && p["net_tx_bytes"].as_u64().is_some_and(|b| b > 0))
+        .count();
+    assert!(
+        (1..=SHARE).contains(&own),
+        "{own} of the attacker's processes counted apart"
+    );
+    let sockets: Value = serde_json::from_str(&r[1]).unwrap();
+    assert!(
+        sockets["data"]["lost"].as_u64().unwrap() >= FILL - SHARE as u64,
+        "{sockets}"
+    );
+    // Every byte is in the machine's total, those counted per user too.
+    let sent = udp_sent() - before;
+    assert!(
+        sent >= ((FILL + 100) * SIZE) as f64,
+        "udp bytes sent: {sent}, at least {} were",
+        (FILL + 100) * SIZE
     );
     drop(send);
 }

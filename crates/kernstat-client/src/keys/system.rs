@@ -112,7 +112,7 @@ pub const SYSTEM_KEYS: &[KeyInfo] = &[
     key("top.net", "top 5 processes by socket bytes/s, received + sent (extra: sent part); absent without BPF", Unit::Json, Rate),
     key("cgroups", "every control group read (to the daemon's --cgroup-depth): [{path, depth, cpu_percent, throttled_percent, memory, io_read_bps, io_write_bps, pids, psi_cpu, psi_memory, psi_io, stall_percent, missing ...}]; absent without cgroup v2", Unit::Json, Rate),
     key("network.links", "every interface: [{name, is_default, rx_bps, tx_bps, rx_pps, tx_pps, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped, tx_dropped}]", Unit::Json, Rate),
-    key("network.sockets", "socket payload bytes/s of all processes, by kind: {attribution, rx_bps, tx_bps, tcp, udp, unix, other, exited_rx_bytes, exited_tx_bytes, lost}; absent without BPF", Unit::Json, Rate),
+    key("network.sockets", "socket payload bytes/s of all processes, by kind: {attribution, rx_bps, tx_bps, tcp, udp, unix, other, exited_rx_bytes, exited_tx_bytes, lost, crowded_rx_bps, crowded_tx_bps, crowded_users, incomplete: per-process figures miss processes whose user held its share of the table}; absent without BPF", Unit::Json, Rate),
     key("network.attribution", "whose socket bytes the per-process figures are: caller, or unavailable (no BPF)", Unit::Text, Instant),
     key("gpu.busy", "GPU busy % (where a GPU exists)", Unit::Percent, Rate),
     key("gpu.freq_mhz", "GPU frequency, MHz", Unit::Megahertz, Instant),

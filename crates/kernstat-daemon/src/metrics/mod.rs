@@ -89,17 +89,26 @@ impl Counters {
             return;
         }
         let totals = self.socket_bytes.get_or_insert([[0; 4]; 2]);
-        for p in &cur.procs {
-            let d = match prev.get(p.pid, p.start_ns) {
-                Some(b) => p.counters.since(&b.counters),
-                None => p.counters,
-            };
+        let mut add = |d: kernstat_model::net::NetCounters| {
             for (t, b) in totals[0].iter_mut().zip(d.rx_bytes) {
                 *t += b;
             }
             for (t, b) in totals[1].iter_mut().zip(d.tx_bytes) {
                 *t += b;
             }
+        };
+        for p in &cur.procs {
+            add(match prev.get(p.pid, p.start_ns) {
+                Some(b) => p.counters.since(&b.counters),
+                None => p.counters,
+            });
+        }
+        // Processes counted per user (past their user's share of the table).
+        for c in &cur.crowded {
+            add(match prev.crowded.iter().find(|b| b.uid == c.uid) {
+                Some(b) => c.counters.since(&b.counters),
+                None => c.counters,
+            });
         }
     }
 

@@ -55,6 +55,10 @@
 //!                                    sends N bytes to it in sends of CHUNK bytes (udp:
 //!                                    datagrams), prints "sent BYTES SENDS" and exits (or
 //!                                    stays)
+//!   ks-workload net-fill N SIZE      N child processes that each send one UDP datagram of
+//!                                    SIZE bytes to 127.0.0.1:9 and then sleep (each takes
+//!                                    an entry of the per-process network table); "ready
+//!                                    N" once all have sent; the children die with us
 //!   ks-workload dstate               block in uninterruptible sleep (D): a vfork-style
 //!                                    clone whose child never execs ("ready CHILD_PID";
 //!                                    kill the child to release us)
@@ -340,6 +344,7 @@ fn main() {
         Some("writes") => gated_writes(&args),
         Some("net-recv") => net_recv(&args),
         Some("net-send") => net_send(&args),
+        Some("net-fill") => net_fill(&args),
         Some("syscall-cost") => {
             use std::os::fd::AsRawFd;
             let n = arg(&args, 2, "N");
@@ -429,6 +434,58 @@ fn read_stream(c: &mut impl std::io::Read, n: u64, buf: &mut [u8]) -> (u64, u64)
         calls += 1;
     }
     (got, calls)
+}
+
+fn net_fill(args: &[String]) -> ! {
+    let n = arg(args, 2, "N");
+    let size = arg(args, 3, "SIZE") as usize;
+    let data = vec![b'f'; size];
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    for _ in 0..n {
+        // SAFETY: this process has one thread; the child uses only async-signal-safe
+        // calls (prctl, socket, sendto, write, pause, _exit).
+        match unsafe { libc::fork() } {
+            0 => unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+                let to = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: 9u16.to_be(),
+                    sin_addr: libc::in_addr {
+                        s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be(),
+                    },
+                    sin_zero: [0; 8],
+                };
+                let sent = libc::sendto(
+                    s,
+                    data.as_ptr().cast(),
+                    data.len(),
+                    0,
+                    (&to as *const libc::sockaddr_in).cast(),
+                    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                );
+                let ok = [u8::from(sent == size as isize)];
+                libc::write(fds[1], ok.as_ptr().cast(), 1);
+                loop {
+                    libc::pause();
+                }
+            },
+            -1 => panic!("fork: {}", std::io::Error::last_os_error()),
+            _ => {}
+        }
+    }
+    let (mut sent, mut byte) = (0u64, [0u8]);
+    for _ in 0..n {
+        // SAFETY: one byte into a one-byte buffer.
+        assert_eq!(
+            unsafe { libc::read(fds[0], byte.as_mut_ptr().cast(), 1) },
+            1
+        );
+        sent += u64::from(byte[0]);
+    }
+    wait_after(&format!("ready {sent}"))
 }
 
 fn net_send(args: &[String]) {

@@ -214,6 +214,17 @@ fn network_line(m: &kernstat_top::sample::Machine) -> String {
             n.push_str(" tx ");
             rate(&mut n, k.tx_bps);
             n.push_str(" (by caller)");
+            if k.incomplete {
+                // Some processes had no entry of their own in the collector's table:
+                // the totals hold them, the process rows do not.
+                let _ = write!(
+                    n,
+                    " per process incomplete: {} user(s) past their share, ",
+                    k.crowded_users
+                );
+                rate(&mut n, k.crowded_rx_bps + k.crowded_tx_bps);
+                n.push_str(" not in rows");
+            }
         }
         (None, Some(why)) => {
             let _ = write!(n, " per process: unavailable ({why})");
@@ -221,4 +232,31 @@ fn network_line(m: &kernstat_top::sample::Machine) -> String {
         (None, None) => n.push_str(" per process: unavailable"),
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_network_line_says_when_rows_miss_processes() {
+        let mut m = kernstat_top::sample::Machine {
+            net: Some(kernstat_model::net::NetModel {
+                tx_bps: 3000.0,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let whole = network_line(&m);
+        assert!(whole.ends_with("(by caller)"), "{whole}");
+        let n = m.net.as_mut().unwrap();
+        (n.incomplete, n.crowded_users, n.crowded_tx_bps) = (true, 1, 2048.0);
+        let short = network_line(&m);
+        assert!(
+            short.ends_with(
+                "per process incomplete: 1 user(s) past their share, 2.0K/s not in rows"
+            ),
+            "{short}"
+        );
+    }
 }
