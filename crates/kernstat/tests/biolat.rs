@@ -16,23 +16,13 @@ use serde_json::Value;
 /// `kernstat biolat -d DEV --json 1 SECS [extra]` running while `work` runs: the write
 /// completions counted and the merged histogram's median (µs).
 fn traced(lo: &LoopDevice, extra: &[&str], work: impl FnOnce()) -> (u64, f64, u64) {
-    let child = common::command()
-        .args(["biolat", "-d", lo.name(), "-D", "--json"])
-        .args(extra)
-        .args(["1", "6"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Attached once it says so (the banner comes after the attach).
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut args = vec!["biolat", "-d", lo.name(), "-D", "--json"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["1", "6"]);
+    let (child, err) = common::traced(&args);
     work();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", err.join().unwrap());
     let mut count = 0;
     let mut unstamped = 0;
     let mut slots: Vec<(f64, u64)> = Vec::new();

@@ -6,7 +6,6 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use kernstat_testkit::{bpf_gate, tool_gate};
 
@@ -24,13 +23,7 @@ fn a_process_that_sleeps_100_ms_twenty_times_is_off_cpu_twenty_times_for_100_ms(
         .spawn()
         .unwrap();
     let pid = sleeper.id().to_string();
-    let trace = common::command()
-        .args(["runqlat", "--offcpu", "-p", &pid, "--json", "4", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    let (trace, _err) = common::traced(&["runqlat", "--offcpu", "-p", &pid, "--json", "4", "1"]);
     use std::io::Write;
     sleeper.stdin.take().unwrap().write_all(b"go\n").unwrap();
     assert!(sleeper.wait().unwrap().success());

@@ -99,14 +99,7 @@ impl Drop for Netns {
 
 /// `kernstat tcp --json 1 N` in the background; its intervals when it ends.
 fn tcp_watch(secs: u32) -> Child {
-    let c = common::command()
-        .args(["tcp", "--json", "--top", "50", "1", &secs.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    c
+    common::traced(&["tcp", "--json", "--top", "50", "1", &secs.to_string()]).0
 }
 
 fn intervals(c: Child) -> Vec<Value> {

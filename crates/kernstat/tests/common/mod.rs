@@ -51,6 +51,38 @@ pub fn command() -> Command {
     c
 }
 
+/// A tracing command (`runqlat`, `biolat`, `tcp` ...) started with `args`, returned
+/// once it says "Tracing" on stderr (its programs are attached: loading takes over a
+/// second on a busy machine, and work done before is not seen), with the rest of its
+/// stderr collected by a thread.
+pub fn traced(args: &[&str]) -> (std::process::Child, std::thread::JoinHandle<String>) {
+    use std::io::BufRead;
+    let mut child = command()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start kernstat");
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            panic!("kernstat {args:?} ended before it traced: {seen}");
+        }
+        seen.push_str(&line);
+        if line.starts_with("Tracing") {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || {
+        let mut rest = seen;
+        let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+        rest
+    });
+    (child, rest)
+}
+
 /// Runs kernstat to completion: (exit code, stdout, stderr).
 pub fn run(args: &[&str]) -> (Option<i32>, String, String) {
     let out = command().args(args).output().expect("run kernstat");
