@@ -422,12 +422,25 @@ fn bench(args: &BarArgs, template: Template, format: BarFormat, n: u32) -> anyho
         lp.tick(None)?;
     }
     let mut times = Vec::with_capacity(n as usize);
-    let mut allocs = 0u64;
+    // A sample that reads more processes or tasks than any before grows its tables (an
+    // allocation that stays); every other sample must allocate nothing. Counted apart,
+    // so that the claim holds on a machine where processes come and go.
+    let size = |lp: &Loop| (lp.prev.tasks.procs.len(), lp.prev.tasks.tasks);
+    let (mut most_procs, mut most_tasks) = size(&lp);
+    let (mut allocs, mut steady_allocs, mut growing) = (0u64, 0u64, 0u32);
     for _ in 0..n {
         std::thread::sleep(Duration::from_millis(1));
         let a0 = allocations();
         let t = lp.tick(None)?;
-        allocs += allocations() - a0;
+        let made = allocations() - a0;
+        allocs += made;
+        let (procs, tasks) = size(&lp);
+        if procs > most_procs || tasks > most_tasks {
+            (most_procs, most_tasks) = (most_procs.max(procs), most_tasks.max(tasks));
+            growing += 1;
+        } else {
+            steady_allocs += made;
+        }
         times.push(t.as_nanos() as u64);
     }
     let avg = times.iter().sum::<u64>() as f64 / times.len() as f64 / 1000.0;
@@ -443,6 +456,8 @@ fn bench(args: &BarArgs, template: Template, format: BarFormat, n: u32) -> anyho
         "min_us": round2(percentile(&times, 0.0)),
         "max_us": round2(percentile(&times, 1.0)),
         "allocs_per_sample": allocs as f64 / n as f64,
+        "growing_samples": growing,
+        "allocs_in_steady_samples": steady_allocs,
     });
     let mut stdout = io::stdout().lock();
     if args.json {

@@ -221,7 +221,12 @@ fn no_heap_allocations_per_sample_on_either_path() {
         }
         assert_eq!(v["n"], 200);
         assert_eq!(v["source"], if src.is_empty() { "bpf" } else { "procfs" });
-        assert_eq!(v["allocs_per_sample"], 0.0, "{out}");
+        // None in a sample that read no more processes or tasks than one before (a
+        // new high grows the tables once: the machine's, not ours to make quiet).
+        assert_eq!(v["allocs_in_steady_samples"], 0, "{out}");
+        if v["growing_samples"] == 0 {
+            assert_eq!(v["allocs_per_sample"], 0.0, "{out}");
+        }
     }
 }
 

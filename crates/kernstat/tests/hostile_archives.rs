@@ -38,21 +38,28 @@ fn now_ns() -> u64 {
         .as_nanos() as u64
 }
 
-/// A few good frames at `t0`, 5 s apart, written by the recorder's own writer.
-fn write_good(dir: &Path, t0: u64, frames: usize, procs: Vec<Proc>, groups: Vec<Group>) {
+/// A few good frames from each of `starts`, 5 s apart, written by the recorder's own
+/// writer, opened once: its lock stays taken for a moment after it is dropped when
+/// another test's thread forks (the child holds a copy of the descriptor until it
+/// execs), so a second writer opened at once could be refused.
+fn write_good(dir: &Path, starts: &[u64], frames: usize, procs: Vec<Proc>, groups: Vec<Group>) {
     let retention = Retention {
         max_age: Duration::from_secs(7 * 86400),
         max_bytes: 1 << 30,
     };
     let mut w = Writer::open(dir, retention, 0o600).unwrap();
-    for i in 0..frames {
+    for (t0, i) in starts
+        .iter()
+        .flat_map(|&t0| (0..frames).map(move |i| (t0, i)))
+    {
         let mut procs = procs.clone();
         for p in procs.iter_mut() {
             p.cpu_ns += i as u64 * 1_000_000_000;
         }
         let f = Frame {
             time_unix_ns: t0 + i as u64 * 5_000_000_000,
-            boot_ns: 1_000_000_000_000 + i as u64 * 5_000_000_000,
+            // One boot: the clock since boot moves with the wall clock.
+            boot_ns: 1_000_000_000_000 + (t0 - starts[0]) + i as u64 * 5_000_000_000,
             procs,
             groups: groups.clone(),
             groups_layout: "v2".into(),
@@ -180,10 +187,9 @@ fn hostile_files_in_an_archive_end_in_one_sentence_in_bounded_memory() {
         let archive = dir.path().join("archive");
         std::fs::create_dir(&archive).unwrap();
         // Good hours before and after the hostile one.
-        write_good(&archive, t0, 3, plain_procs(), Vec::new());
+        write_good(&archive, &[t0, t0 + 2 * HOUR], 3, plain_procs(), Vec::new());
         let bad = archive.join(hour_name(1));
         make(&bad, t0 + HOUR + 1);
-        write_good(&archive, t0 + 2 * HOUR, 3, plain_procs(), Vec::new());
         let a = archive.to_str().unwrap();
         let (code, rss, err, took) = measured(&["dump", "--archive", a, "-o", "/dev/null"]);
         assert_eq!(
@@ -261,7 +267,7 @@ fn a_forged_archive_reaches_no_output_raw() {
         },
     ];
     let t0 = now_ns() - 60_000_000_000;
-    write_good(&archive, t0, 3, procs, groups);
+    write_good(&archive, &[t0], 3, procs, groups);
     let a = archive.to_str().unwrap();
     let at = format!("@{}", (t0 + 10_000_000_000) / 1_000_000_000);
     let outputs = [
@@ -303,19 +309,18 @@ fn a_user_churning_long_command_lines_erases_no_history() {
     let archive = dir.path().join("archive");
     // Six older hours of history, ~150 KB each.
     let now = now_ns();
-    for h in (1..=6).rev() {
-        let many: Vec<Proc> = (1..=400)
-            .map(|pid| Proc {
-                pid,
-                start_ns: 100 + u64::from(pid),
-                state: b'S',
-                comm: format!("old{pid}"),
-                cmd: format!("/usr/bin/old{pid} {}", "y".repeat(300 + pid as usize)),
-                ..Proc::default()
-            })
-            .collect();
-        write_good(&archive, now - h * HOUR, 4, many, Vec::new());
-    }
+    let many: Vec<Proc> = (1..=400)
+        .map(|pid| Proc {
+            pid,
+            start_ns: 100 + u64::from(pid),
+            state: b'S',
+            comm: format!("old{pid}"),
+            cmd: format!("/usr/bin/old{pid} {}", "y".repeat(300 + pid as usize)),
+            ..Proc::default()
+        })
+        .collect();
+    let hours: Vec<u64> = (1..=6).rev().map(|h| now - h * HOUR).collect();
+    write_good(&archive, &hours, 4, many, Vec::new());
     let older: Vec<String> = std::fs::read_dir(&archive)
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
