@@ -1,6 +1,7 @@
 //! `kernstat why` on controlled workloads with known answers, live and recorded: each
 //! scenario runs while `why --here` watches it and a daemon records; the first finding's
-//! resource is the one the workload loads and its culprits include the workload's pid;
+//! resource is the one the workload loads (or only findings something else on the
+//! machine caused rank above it) and its culprits include the workload's pid;
 //! after the workload ended, `why --at` over the same window says the same. The
 //! scenarios run one after another (one test), each on the machine as it is: what they
 //! load dominates whatever else runs.
@@ -41,16 +42,40 @@ fn why(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// The first finding's resource, and whether its culprits name `pid`.
-fn first(report: &Value, pid: u32) -> (String, bool) {
-    let f = &report["findings"][0];
-    let named = f["culprits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(f["victims"].as_array().unwrap())
-        .any(|p| p["pid"] == pid);
-    (f["resource"].as_str().unwrap().to_string(), named)
+/// Whether `report` finds `resource` as the scenario made it: a notable finding that
+/// names `pid` (a culprit or a victim), first — or below only findings of other
+/// resources that something else on this machine caused (their first culprit is not
+/// `pid`): the suite runs other tests beside this one, and a compile or a test burning
+/// both CPUs is rightly ranked above a scenario's I/O by whatever it scores.
+fn found(report: &Value, resource: &str, pid: u32) -> Result<(), String> {
+    let findings = report["findings"].as_array().unwrap();
+    let names = |f: &Value| {
+        f["culprits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(f["victims"].as_array().unwrap())
+            .any(|p| p["pid"] == pid)
+    };
+    let Some(at) = findings.iter().position(|f| f["resource"] == resource) else {
+        return Err(format!("no {resource} finding"));
+    };
+    let f = &findings[at];
+    if f["notable"] != true {
+        return Err(format!("{resource} is not notable"));
+    }
+    if !names(f) {
+        return Err(format!("{resource} does not name pid {pid}"));
+    }
+    for above in &findings[..at] {
+        if above["culprits"][0]["pid"] == pid {
+            return Err(format!(
+                "{} ranks above {resource}, blaming pid {pid}",
+                above["resource"]
+            ));
+        }
+    }
+    Ok(())
 }
 
 struct Scenario {
@@ -74,10 +99,9 @@ fn live(
     let at = kernstat_testkit::unix_now_s() as u64;
     std::thread::sleep(Duration::from_millis(1500));
     stop();
-    let (got, named) = first(&r, pid);
-    assert_eq!(got, resource, "{name}: {r:#}");
-    assert!(named, "{name}: pid {pid} is not named: {r:#}");
-    assert_eq!(r["findings"][0]["notable"], true, "{name}: {r:#}");
+    if let Err(e) = found(&r, resource, pid) {
+        panic!("{name}: {e}: {r:#}");
+    }
     Scenario {
         name,
         resource,
@@ -255,13 +279,9 @@ fn each_scenario_is_found_first_live_and_recorded() {
             "--archive",
             a,
         ]);
-        let (got, named) = first(&r, s.pid);
-        assert_eq!(got, s.resource, "{} recorded: {r:#}", s.name);
-        assert!(
-            named,
-            "{} recorded: pid {} is not named: {r:#}",
-            s.name, s.pid
-        );
+        if let Err(e) = found(&r, s.resource, s.pid) {
+            panic!("{} recorded: {e}: {r:#}", s.name);
+        }
     }
     assert!(done.len() >= 2, "scenarios run: {}", done.len());
 }
