@@ -117,15 +117,21 @@ fn an_allocation_past_a_group_limit_is_one_kill_with_its_victim_and_group() {
         .spawn()
         .unwrap();
     let sock = dir.path().join("sock");
-    wait_for("the daemon", 20, || sock.exists());
-    let mut watcher = command()
-        .args(["events", "--json", "--socket"])
-        .arg(&sock)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Answering: its OOM hook is attached (it is loaded before the daemon serves).
+    wait_for("the daemon", 30, || {
+        common::daemon_answers(&sock, "cpu.percent")
+    });
+    let (mut watcher, _) =
+        common::traced(&["events", "--json", "--socket", sock.to_str().unwrap()]);
+    // Its lines, as they come.
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let watcher_out = watcher.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for l in std::io::BufRead::lines(std::io::BufReader::new(watcher_out)).map_while(Result::ok)
+        {
+            let _ = lines_tx.send(l);
+        }
+    });
     let kills_before = vmstat_oom_kills();
     let victim = group.overrun();
     assert_eq!(
@@ -165,19 +171,26 @@ fn an_allocation_past_a_group_limit_is_one_kill_with_its_victim_and_group() {
     let (_, last, _) = run(&["get", "--socket", sock_s, "oom.last"]);
     assert!(last.contains(&format!("pid {victim} ")), "{last}");
 
-    // `kernstat events`: the same kill, once.
-    std::thread::sleep(Duration::from_millis(800));
+    // `kernstat events`: the same kill, once (its lines until the kill's, then the rest).
+    let mut text = String::new();
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("kernstat events printed no kill of {victim}: {text}"));
+        text.push_str(&line);
+        text.push('\n');
+        if json(&line)["pid"] == victim {
+            break;
+        }
+    }
     // SAFETY: kill with a valid signal.
     unsafe { libc::kill(watcher.id() as i32, libc::SIGTERM) };
     let _ = watcher.wait();
-    let mut text = String::new();
-    use std::io::Read;
-    watcher
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut text)
-        .unwrap();
+    let _ = reader.join();
+    for line in lines.try_iter() {
+        text.push_str(&line);
+        text.push('\n');
+    }
     let seen: Vec<serde_json::Value> = text
         .lines()
         .map(json)

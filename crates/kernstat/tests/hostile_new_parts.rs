@@ -151,18 +151,25 @@ fn thousands_of_groups_neither_stop_nor_slow_the_system_daemon() {
     eprintln!("{asked} answers, the slowest {worst:?}; at most {most_fds} descriptors");
     // The groups' keys are bounded, and the delegated group says what it left out.
     let name = deleg.0.file_name().unwrap().to_str().unwrap().to_string();
-    let again = Guard(
+    let mut again = Guard(
         as_uid(ATTACKER, &hostile_bin())
             .arg("groups")
             .arg(&deleg.0)
-            .args(["3000", "4"])
+            .args(["3000", "60"])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap(),
     );
+    // Once all are made (held a minute; removed when the guard kills the maker: the
+    // directory's drop removes what is left).
+    let made = std::io::BufRead::lines(std::io::BufReader::new(again.0.stdout.take().unwrap()))
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(made, "made 3000");
     let mut seen = None;
     let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(4) && seen.is_none() {
+    while t.elapsed() < Duration::from_secs(30) && seen.is_none() {
         let r = ask(0, &d.sock, &[get("cgroups", None)], 5_000);
         let v: Value = serde_json::from_str(&r[0]).unwrap();
         let groups = v["data"].as_array().cloned().unwrap_or_default();
@@ -297,6 +304,28 @@ fn hidden_processes_stay_out_of_metrics() {
     let _ = child.wait();
 }
 
+/// Waits (up to 30 s) until root's snapshot from the daemon at `sock` shows process
+/// `pid` with `field` at `want` (the daemon samples on its own clock).
+fn until_counted(sock: &std::path::Path, pid: u32, field: &str, want: u64) {
+    let t = Instant::now();
+    loop {
+        let r = ask(0, sock, &[get("snapshot", None)], 10_000);
+        let v: Value = serde_json::from_str(&r[0]).unwrap_or_default();
+        let now = v["data"]["procs"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["pid"] == pid))
+            .and_then(|p| p[field].as_u64());
+        if now == Some(want) {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "pid {pid}: {field} {now:?}, not {want}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// `bytes` sent by one process of `uid` to another over a `kind` socket on loopback, in
 /// sends of 1,000 bytes, both staying alive once all came: (receiver, sender).
 fn transfer(uid: u32, kind: &str, bytes: u64) -> (Guard, Guard) {
@@ -334,7 +363,7 @@ fn byte_counters_go_to_their_owner_and_root_only() {
     let d = SysDaemon::start_opts(true, &["--metrics", "127.0.0.1:0"], |_| {});
     // The victim's two processes: 300,000 bytes over TCP, both staying alive.
     let (recv, send) = transfer(VICTIM, "tcp", 300_000);
-    std::thread::sleep(Duration::from_millis(1500));
+    until_counted(&d.sock, send.0.id(), "net_tx_bytes", 300_000);
     let (rpid, spid) = (recv.0.id(), send.0.id());
     let find = |v: &Value, pid: u32| -> Value {
         v["procs"]
@@ -448,7 +477,7 @@ fn one_user_cannot_fill_the_network_table() {
     assert_eq!(out.next().unwrap().unwrap(), format!("ready {FILL}"));
     // The victim, after the table would have been full: 100 datagrams of 1,000 bytes.
     let (_recv, send) = transfer(VICTIM, "udp", 100_000);
-    std::thread::sleep(Duration::from_millis(2500));
+    until_counted(&d.sock, send.0.id(), "net_tx_bytes", 100_000);
     let r = ask(
         0,
         &d.sock,

@@ -75,6 +75,23 @@ impl Netns {
         values.split_whitespace().nth(i).unwrap().parse().unwrap()
     }
 
+    /// Waits (up to 20 s) until `sh -c script` in namespace `ns` prints something
+    /// containing `want`.
+    fn wait_for(&self, ns: &str, script: &str, want: &str) {
+        let t = std::time::Instant::now();
+        loop {
+            let out = Command::new("ip")
+                .args(["netns", "exec", ns, "sh", "-c", script])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&out.stdout).contains(want) {
+                return;
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "{script}: no {want}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     fn spawn(&self, ns: &str, args: &[&str]) -> Child {
         Command::new("ip")
             .args(["netns", "exec", ns])
@@ -178,8 +195,8 @@ fn a_dropped_first_syn_is_a_one_second_connect_of_the_connecting_process() {
     }
     let n = Netns::make("c", 2);
     let mut server = n.spawn(&n.recv.clone(), &["iperf3", "-s", "-1", "-p", "5298"]);
-    std::thread::sleep(Duration::from_millis(500));
-    n.nft(&n.send, "table inet kssyn {\n chain out {\n  type filter hook output priority 0;\n  tcp dport 5298 tcp flags & (syn | ack) == syn drop\n }\n}");
+    n.wait_for(&n.recv, "ss -Hltn 'sport = :5298'", "5298");
+    n.nft(&n.send, "table inet kssyn {\n chain out {\n  type filter hook output priority 0;\n  tcp dport 5298 tcp flags & (syn | ack) == syn counter drop\n }\n}");
     let watch = tcp_watch(5);
     let connector = n.spawn(
         &n.send.clone(),
@@ -190,7 +207,8 @@ fn a_dropped_first_syn_is_a_one_second_connect_of_the_connecting_process() {
         ],
     );
     let pid = connector.id();
-    std::thread::sleep(Duration::from_millis(500));
+    // The first SYN dropped (and only it: the retransmit comes 1 s later).
+    n.wait_for(&n.send, "nft list table inet kssyn", "packets 1 ");
     sh(&format!(
         "ip netns exec {} nft delete table inet kssyn",
         n.send

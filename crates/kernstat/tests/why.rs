@@ -86,16 +86,34 @@ struct Scenario {
     pid: u32,
 }
 
-/// Runs `work` (which returns the pid to look for and a guard), asks `why` live over 4 s
-/// and checks it; returns what to ask the archive later.
+/// Asks `why` live over 4 s, starting `work` (which returns the pid to look for and a
+/// guard) once `why` watches (its hooks load first, slowly on a busy machine: work done
+/// before is not seen), and checks it; returns what to ask the archive later.
 fn live(
     name: &'static str,
     resource: &'static str,
     start: impl FnOnce() -> (u32, Box<dyn FnOnce()>),
 ) -> Scenario {
+    let mut watch = common::command()
+        .args(["why", "--here", "--window", "4s", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(watch.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("watching the machine") {
+        let before = said.len();
+        std::io::BufRead::read_line(&mut err, &mut said).unwrap();
+        assert!(
+            said.len() > before,
+            "{name}: why ended before watching: {said}"
+        );
+    }
     let (pid, stop) = start();
-    std::thread::sleep(Duration::from_millis(1500));
-    let r = why(&["--here", "--window", "4s"]);
+    let out = watch.wait_with_output().unwrap();
+    assert!(out.status.success(), "{name}: {said}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let at = kernstat_testkit::unix_now_s() as u64;
     std::thread::sleep(Duration::from_millis(1500));
     stop();
@@ -249,7 +267,7 @@ fn each_scenario_is_found_first_live_and_recorded() {
             let mut child = Command::new("sh")
                 .arg("-c")
                 .arg(format!(
-                    "echo $$ > {} && sleep 3 && exec {} alloc 256",
+                    "echo $$ > {} && sleep 1 && exec {} alloc 256",
                     procs.display(),
                     workload_bin().display()
                 ))

@@ -51,10 +51,10 @@ pub fn command() -> Command {
     c
 }
 
-/// A tracing command (`runqlat`, `biolat`, `tcp` ...) started with `args`, returned
-/// once it says "Tracing" on stderr (its programs are attached: loading takes over a
-/// second on a busy machine, and work done before is not seen), with the rest of its
-/// stderr collected by a thread.
+/// A tracing command (`runqlat`, `biolat`, `tcp`, `events` ...) started with `args`,
+/// returned once it says "... Hit Ctrl-C to end." on stderr (its programs are attached:
+/// loading takes over a second on a busy machine, and work done before is not seen),
+/// with the rest of its stderr collected by a thread.
 pub fn traced(args: &[&str]) -> (std::process::Child, std::thread::JoinHandle<String>) {
     use std::io::BufRead;
     let mut child = command()
@@ -71,7 +71,7 @@ pub fn traced(args: &[&str]) -> (std::process::Child, std::thread::JoinHandle<St
             panic!("kernstat {args:?} ended before it traced: {seen}");
         }
         seen.push_str(&line);
-        if line.starts_with("Tracing") {
+        if line.contains("Hit Ctrl-C to end.") {
             break;
         }
     }
