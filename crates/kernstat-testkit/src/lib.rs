@@ -374,6 +374,22 @@ pub fn terminate(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
+/// The first child of `pid` (a stress-ng's worker), waiting up to 20 s for it to be
+/// forked: a parent starts its workers when it is scheduled, late on a busy machine.
+pub fn first_child_of(pid: u32) -> u32 {
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(&c) = children_of(pid).first() {
+            return c;
+        }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(20),
+            "{pid} forked no child"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The processes whose parent is `pid`, by pid.
 pub fn children_of(pid: u32) -> Vec<u32> {
     let mut kids: Vec<u32> = std::fs::read_dir("/proc")

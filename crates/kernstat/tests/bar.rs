@@ -263,10 +263,7 @@ fn busy_percent_against_proc_stat(src: &[&str]) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let worker = *kernstat_testkit::children_of(load.id())
-        .first()
-        .expect("stress-ng's worker");
+    let worker = kernstat_testkit::first_child_of(load.id());
     let mut args = vec!["--interval", "2"];
     args.extend_from_slice(src);
     let before = proc_stat_busy_ns();
@@ -346,7 +343,8 @@ fn a_core_pinned_load_shows_on_that_core() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // taskset execs stress-ng, whose worker loads core 1 once forked.
+    kernstat_testkit::first_child_of(load.id());
     let v = snapshot(&["--interval", "1"]);
     kernstat_testkit::terminate(&mut load);
     let cores = v["cores_percent"].as_array().unwrap();
@@ -491,10 +489,15 @@ fn two_identical_bars_share_one_sampler() {
         .stdout(std::process::Stdio::piped());
         c.spawn().unwrap()
     };
-    let mut a = spawn();
-    std::thread::sleep(Duration::from_millis(300));
-    let mut b = spawn();
     use std::io::BufRead;
+    let mut a = spawn();
+    // The leader once it printed (it holds the sampler by then).
+    let mut ra = std::io::BufReader::new(a.stdout.take().unwrap());
+    let mut first = String::new();
+    ra.read_line(&mut first).unwrap();
+    assert!(first.trim().parse::<u32>().is_ok(), "{first:?}");
+    let drain = std::thread::spawn(move || std::io::copy(&mut ra, &mut std::io::sink()));
+    let mut b = spawn();
     let mut rb = std::io::BufReader::new(b.stdout.take().unwrap());
     let mut line = String::new();
     rb.read_line(&mut line).unwrap();
@@ -523,6 +526,7 @@ fn two_identical_bars_share_one_sampler() {
     // The leader goes; the follower takes over and keeps printing.
     let _ = a.kill();
     let _ = a.wait();
+    let _ = drain.join();
     for _ in 0..3 {
         line.clear();
         rb.read_line(&mut line).unwrap();

@@ -542,7 +542,17 @@ fn no_user_grows_the_system_daemon_without_bound() {
             .unwrap();
         held.push(c);
     }
-    std::thread::sleep(Duration::from_millis(500));
+    // Each holds its connection once it was answered on it.
+    let mut open_ends = Vec::new();
+    for c in &mut held {
+        let mut input = c.stdin.take().unwrap();
+        writeln!(input, "{}", get("load.one", None)).unwrap();
+        let mut out = std::io::BufReader::new(c.stdout.take().unwrap());
+        let mut reply = String::new();
+        std::io::BufRead::read_line(&mut out, &mut reply).unwrap();
+        assert!(reply.contains("\"ok\":true"), "a holder: {reply}");
+        open_ends.push((input, out));
+    }
     let ninth = ask(ATTACKER, &d.sock, &[get("load.one", None)], 5_000);
     assert!(
         ninth
@@ -552,6 +562,7 @@ fn no_user_grows_the_system_daemon_without_bound() {
     );
     let victim = ask(VICTIM, &d.sock, &[get("load.one", None)], 5_000);
     assert!(victim[0].contains("\"ok\":true"), "{victim:?}");
+    drop(open_ends);
     for mut c in held {
         let _ = c.kill();
         let _ = c.wait();

@@ -7,7 +7,6 @@ use common::{run, sources};
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use kernstat_testkit::{bpf_gate, tool_gate, Workload};
 use serde_json::Value;
@@ -295,12 +294,8 @@ fn cpu_percent_over_an_interval() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
     // Our own worker (another stress-ng may be running on the machine).
-    let worker = kernstat_testkit::children_of(load.id())
-        .into_iter()
-        .next()
-        .expect("stress-ng started a worker");
+    let worker = kernstat_testkit::first_child_of(load.id());
     for src in sources() {
         // kernstat's 1 s window lies inside [t0, t1]: the CPU the worker used in it is
         // at most what it used in the whole span, and at least that less the time

@@ -37,6 +37,9 @@ impl Load {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let child = c.spawn().expect("start the load");
+        if args[0] == "stress-ng" {
+            kernstat_testkit::first_child_of(child.id());
+        }
         std::thread::sleep(Duration::from_millis(500));
         Load(child)
     }
