@@ -145,14 +145,25 @@ fn signals_cycle_interval_toggle_kthreads_and_stop() {
     let first = json(&bar.next_line().unwrap());
     assert_eq!(first["include_kthreads"], false);
     bar.signal(libc::SIGRTMIN() + 1);
-    let toggled = json(&bar.next_line().unwrap());
-    assert_eq!(toggled["include_kthreads"], true);
+    // Lines already on their way when the signal came keep the old setting (a few at
+    // most: the bar handles signals between ticks, and a busy machine delays it).
+    let toggled = (0..5)
+        .map(|_| json(&bar.next_line().unwrap()))
+        .find(|l| l["include_kthreads"] == true);
+    assert!(toggled.is_some(), "SIGRTMIN+1 toggled nothing in 5 lines");
     bar.signal(libc::SIGRTMIN());
-    // The tick right after the signal comes early; the one after it uses 0.7 s.
-    bar.next_line().unwrap();
-    let slow = json(&bar.next_line().unwrap());
-    let dt = slow["interval_s"].as_f64().unwrap();
-    assert!((0.6..1.2).contains(&dt), "interval after SIGRTMIN: {dt}");
+    // The tick right after the signal comes early; after it, 0.7 s (within 5 lines).
+    let dts: Vec<f64> = (0..5)
+        .map(|_| {
+            json(&bar.next_line().unwrap())["interval_s"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert!(
+        dts.iter().any(|dt| (0.6..1.2).contains(dt)),
+        "intervals after SIGRTMIN: {dts:?}"
+    );
     bar.signal(libc::SIGTERM);
     assert_eq!(bar.wait(), Some(0), "SIGTERM is a clean exit");
 }

@@ -51,7 +51,8 @@ i=0; until grep -q ready /tmp/recv.out || [ $i -gt 600 ]; do sleep 0.1; i=$((i+1
 /bin/ks-workload net-send tcp $(awk '/ready/{print $2}' /tmp/recv.out) 4000000 65536 stay >/tmp/send.out &
 s=$!
 i=0; until grep -q got /tmp/recv.out || [ $i -gt 600 ]; do sleep 0.1; i=$((i+1)); done
-sleep 2
+# Until a sample counted the transfer (the guest is emulated: slow, and unevenly so).
+i=0; until /bin/kernstat get snapshot --socket /tmp/ks.sock --format json | grep -q '"net_tx_bytes":4000000' || [ $i -gt 150 ]; do sleep 0.2; i=$((i+1)); done
 echo "NETPIDS $s $r"
 echo "NETSENT $(cat /tmp/send.out)"
 echo "NETGOT $(tail -1 /tmp/recv.out)"
@@ -62,10 +63,11 @@ echo "NETDERR $(cat /tmp/d.err | tr '\n' ' ')"
 echo "NETDOCTOR $(/bin/kernstat doctor --json)"
 /bin/ks-workload rusage /bin/ks-workload burn-exit 1 300 > /tmp/ru.out
 bp=$(awk '{print $2}' /tmp/ru.out)
-sleep 1.5
 echo "BURNPID $bp"
 echo "BURNCPU $(awk '{print $3}' /tmp/ru.out)"
-echo "RECX $(/bin/kernstat dump --archive /tmp/rec --format csv | awk -F, -v p=$bp 'NR == 1 {for (i = 1; i <= NF; i++) c[$i] = i; next} $c["pid"] == p && $c["state"] == "X" {print $c["cpu_ns"]}')"
+recx() { /bin/kernstat dump --archive /tmp/rec --format csv | awk -F, -v p=$bp 'NR == 1 {for (i = 1; i <= NF; i++) c[$i] = i; next} $c["pid"] == p && $c["state"] == "X" {print $c["cpu_ns"]}'; }
+i=0; until [ -n "$(recx)" ] || [ $i -gt 150 ]; do sleep 0.2; i=$((i+1)); done
+echo "RECX $(recx)"
 kill $s $r $d
 "#;
 

@@ -177,7 +177,8 @@ fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
     );
 
     // ps --at that sample's time: the process is there, state X, its CPU time; sorted
-    // by CPU it comes first (it used most of a core in that interval).
+    // by CPU it takes its place by what it used in the interval (a frame boundary may
+    // cut its 2 s burn, so not necessarily near the top).
     let at = frame["time"].as_str().unwrap();
     let archive_s = archive.to_str().unwrap();
     let (code, out, err) = run(&["ps", "--at", at, "--archive", archive_s, "--json"]);
@@ -207,8 +208,7 @@ fn a_process_that_lived_between_two_samples_is_replayed_with_its_cpu_time() {
     let cpu_of = |r: &Value| r["cpu_percent"].as_f64().unwrap();
     assert!(
         rows[..at_row].iter().all(|r| cpu_of(r) >= got)
-            && rows[at_row + 1..].iter().all(|r| cpu_of(r) <= got)
-            && at_row < 5,
+            && rows[at_row + 1..].iter().all(|r| cpu_of(r) <= got),
         "the ended burner ({got:.1} %) is at row {at_row} of ps --at --sort -cpu: {out:.1500}"
     );
     // snapshot --at: the model over the interval ending there, stamped.
