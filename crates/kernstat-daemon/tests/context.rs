@@ -599,7 +599,9 @@ fn bad_context_requests_get_a_clear_error() {
 fn contexts_nobody_asks_for_are_forgotten_with_their_watches() {
     let d = start_with(
         Config {
-            idle_after: Duration::from_millis(500),
+            // Long enough that the first context is not forgotten before the fifth is
+            // made and watched on a busy machine.
+            idle_after: Duration::from_secs(2),
             poll_every: Duration::from_millis(100),
             ..Config::default()
         },
@@ -646,19 +648,22 @@ fn put_values_are_bounded_expire_and_reach_watchers() {
     let d = start();
     let mut s = session(&d);
     // A watcher of a key not set yet gets it when it is put.
+    let (watching, watched) = std::sync::mpsc::channel();
     let watcher = std::thread::spawn({
         let sock = d.sock.clone();
         move || {
             let s = Session::connect(&sock).unwrap();
             s.set_timeout(Some(Duration::from_secs(10))).unwrap();
             let mut w = s.watch("var.deploy", None).unwrap();
+            watching.send(()).unwrap();
             w.next().unwrap().unwrap().data
         }
     });
-    std::thread::sleep(Duration::from_millis(100));
+    watched.recv().unwrap();
+    // Alive 3 s: the watcher and the get below see it on a busy machine too.
     let v = ask(
         &mut s,
-        r#"{"op":"put","key":"var.deploy","data":{"v":"1.2","by":"ci"},"ttl_s":0.5}"#,
+        r#"{"op":"put","key":"var.deploy","data":{"v":"1.2","by":"ci"},"ttl_s":3}"#,
     );
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(
