@@ -271,6 +271,41 @@ async function refresh() {
   document.body.dataset.ready = "1";
 }
 
+// follow=1 (kernstat view --live): the range moves to each frame the recorder adds,
+// keeping its width, while it ends at the newest frame (a range moved into the past
+// stays). The server holds each /api/span?after=T until a newer frame is there.
+// follow_max=N stops after N moves (a test's page must end).
+async function follow() {
+  const most = parseInt(params.get("follow_max") || "0", 10);
+  let moved = 0;
+  while (!most || moved < most) {
+    let span;
+    try {
+      span = await api("span", { after: state.span[1] });
+    } catch (e) {
+      status(`error: ${e.message}`);
+      await new Promise((r) => setTimeout(r, 5000));
+      continue;
+    }
+    const last = span.last_unix_ns / 1e9;
+    if (last <= state.span[1] + 0.001) continue;
+    const atEnd = state.to >= state.span[1] - 0.001;
+    const width = state.to - state.from;
+    state.span = [span.first_unix_ns / 1e9, last];
+    state.loaded.span = state.span;
+    if (!atEnd) continue;
+    state.to = last;
+    state.from = Math.max(state.span[0], last - width);
+    setUrl();
+    document.getElementById("range").textContent = `${stamp(state.from)} — ${stamp(state.to)}`;
+    await loadSeries();
+    await loadHeatmap();
+    moved += 1;
+    state.loaded.follow = { moved, to: state.to };
+    publish();
+  }
+}
+
 async function main() {
   try {
     const span = await api("span");
@@ -304,6 +339,7 @@ async function main() {
   document.getElementById("set-a").addEventListener("click", () => { state.a = [state.from, state.to]; runCompare(); });
   document.getElementById("set-b").addEventListener("click", () => { state.b = [state.from, state.to]; runCompare(); });
   await refresh();
+  if (params.get("follow") === "1") await follow();
 }
 
 main();

@@ -6,7 +6,9 @@
 //! - `/api/span`, `/api/series`, `/api/heatmap`, `/api/moment`, `/api/why`,
 //!   `/api/compare` (JSON, each with `token=T`): the archive's span, downsampled
 //!   timelines, histogram heatmaps, the process table and groups at a frame, the ranked
-//!   findings of a window and two windows side by side.
+//!   findings of a window and two windows side by side. `/api/span?after=T` waits (up
+//!   to 10 s, holding no worker) for a frame newer than T: a page following a recorder
+//!   (`kernstat view --live`) asks it again and again.
 //!
 //! Access: the token is 128 random bits printed in the URL (as Jupyter does) or read
 //! from `--token-file`; without it every request but the static assets gets 403. The
@@ -34,6 +36,8 @@ use tokio::sync::Semaphore;
 pub const WORKERS: usize = 2;
 /// Archive reads waiting; more are refused with 503.
 pub const QUEUE: usize = 32;
+/// How long `/api/span?after=T` waits for a newer frame.
+const LONG_POLL: std::time::Duration = std::time::Duration::from_secs(10);
 /// The longest window `why` and `compare` read (a week).
 const MAX_WINDOW_NS: u64 = 7 * 86_400 * 1_000_000_000;
 
@@ -150,6 +154,31 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Full<Byte
             "busy: too many requests at once",
         );
     };
+    // `/api/span?after=T` (the page following a recorder, `--live`): held until the
+    // archive has a frame newer than T, or LONG_POLL passed, before it takes a worker.
+    if path == "/api/span" {
+        if let Some(after) = q.get("after").and_then(|a| a.parse::<f64>().ok()) {
+            let after_ns = (after.clamp(0.0, 1e11) * 1e9) as u64;
+            let deadline = tokio::time::Instant::now() + LONG_POLL;
+            loop {
+                let dir = state.opts.archive.clone();
+                let newest = tokio::task::spawn_blocking(move || {
+                    Archive::open(&dir).ok()?.span().ok()?.map(|s| s.1)
+                })
+                .await
+                .ok()
+                .flatten();
+                // Newer by more than a millisecond: T comes as seconds in a double,
+                // which rounds a frame's nanoseconds (frames are 100 ms apart at least).
+                if newest.is_some_and(|n| n > after_ns.saturating_add(1_000_000))
+                    || tokio::time::Instant::now() >= deadline
+                {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+        }
+    }
     let permit = state.workers.acquire().await;
     let archive = state.opts.archive.clone();
     let store = state.store.clone();

@@ -637,6 +637,10 @@ pub struct ViewArgs {
     /// characters); default: a random one, printed in the URL.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Follow the archive as a recorder writes it (`kernstat daemon --record`): the
+    /// page's range moves to each new frame (the URL asks it with `follow=1`).
+    #[arg(long)]
+    pub live: bool,
 }
 
 /// `kernstat events`.

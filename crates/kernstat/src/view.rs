@@ -51,7 +51,8 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<i32> {
     };
     let addr = listener.local_addr()?;
     // The URL on stdout (a script can read it), the rest on stderr.
-    println!("http://{addr}/?token={token}");
+    let follow = if args.live { "&follow=1" } else { "" };
+    println!("http://{addr}/?token={token}{follow}");
     eprintln!(
         "kernstat view: serving {} at the URL above (Ctrl-C to stop)",
         archive.display()

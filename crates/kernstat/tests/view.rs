@@ -26,9 +26,14 @@ struct View {
 
 impl View {
     fn start(archive: &std::path::Path) -> View {
+        View::start_with(archive, &[])
+    }
+
+    fn start_with(archive: &std::path::Path, extra: &[&str]) -> View {
         let mut child = common::command()
             .args(["view", "--listen", "127.0.0.1:0", "--archive"])
             .arg(archive)
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -49,7 +54,8 @@ impl View {
     }
 
     fn token(&self) -> &str {
-        self.url.split("token=").nth(1).unwrap()
+        let t = self.url.split("token=").nth(1).unwrap();
+        t.split('&').next().unwrap()
     }
 }
 
@@ -274,6 +280,59 @@ fn the_page_shows_a_recorded_burst_where_and_who_it_was() {
         codes.iter().filter(|c| **c == 0).count()
     );
     assert_eq!(get(&base, &format!("/api/span?token={token}")).0, 200);
+}
+
+/// `--live`: the page follows an archive a recorder is writing — its range moves to
+/// each new frame (asked with `/api/span?after=T`, which the server holds until one is
+/// there), and its timelines are read again.
+#[test]
+fn a_live_page_follows_the_recorder() {
+    if !tool_gate("chromium") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive");
+    let _daemon = common::DaemonProc::start(&[
+        "--no-bpf",
+        "--record",
+        archive.to_str().unwrap(),
+        "--record-interval",
+        "1",
+    ]);
+    // A few frames first (an hour file appears with the first).
+    let t = std::time::Instant::now();
+    while !std::fs::read_dir(&archive).is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".ksr"))
+    }) {
+        assert!(t.elapsed() < Duration::from_secs(20), "no archive");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let view = View::start_with(&archive, &["--live"]);
+    assert!(view.url.ends_with("&follow=1"), "{}", view.url);
+    let token = view.token().to_string();
+    let span = |q: &str| -> f64 {
+        let (code, body) = get(view.base(), &format!("/api/span?token={token}{q}"));
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()["last_unix_ns"]
+            .as_f64()
+            .unwrap()
+            / 1e9
+    };
+    // Held until a newer frame: the answer is newer than what was asked about.
+    let now = span("");
+    assert!(span(&format!("&after={now:.9}")) > now);
+    // The page: two moves, each to a newer frame than the archive had when it opened.
+    let opened = span("");
+    let s = page(&view, "follow_max=2", "view-live.png");
+    assert!(s.get("error").is_none(), "{s:#}");
+    assert_eq!(s["follow"]["moved"], 2, "{s:#}");
+    let to = s["follow"]["to"].as_f64().unwrap();
+    assert!(
+        to > opened,
+        "the range ends at {to}, the archive did at {opened}: {s:#}"
+    );
 }
 
 /// The Grafana dashboard in dist/ asks only for series the live endpoint serves: every
