@@ -123,20 +123,26 @@ static __always_inline struct ks_net_val *admit(struct ks_net_key *key, __u32 ui
 			bpf_map_update_elem(&added_by, &uid, &none, BPF_NOEXIST);
 			held = bpf_map_lookup_elem(&added_by, &uid);
 		}
-		if (!held)
-			return NULL;
-		freed = bpf_map_lookup_elem(&freed_for, &uid);
-		if (*held - (freed ? *freed : 0) >= uid_share)
-			return NULL;
-		__sync_fetch_and_add(held, 1);
+		/* No room to count this user (4,096 users have sent since loading):
+		 * admitted without a share rather than refused for good. */
+		if (held) {
+			__u64 gone;
+
+			freed = bpf_map_lookup_elem(&freed_for, &uid);
+			gone = freed ? *freed : 0;
+			if (*held > gone && *held - gone >= uid_share)
+				return NULL;
+			__sync_fetch_and_add(held, 1);
+		}
 	}
 	bpf_get_current_comm(zero.comm, sizeof(zero.comm));
 	zero.uid = uid;
-	if (bpf_map_update_elem(&procs, key, &zero, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&procs, key)) {
+	/* Not inserted (the map is full, or another thread of the process inserted it a
+	 * moment ago on another CPU): this insert holds no entry, so it gives its count
+	 * back either way. */
+	if (bpf_map_update_elem(&procs, key, &zero, BPF_NOEXIST)) {
 		if (held)
 			__sync_fetch_and_add(held, -1);
-		return NULL;
 	}
 	return bpf_map_lookup_elem(&procs, key);
 }

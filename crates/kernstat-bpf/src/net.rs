@@ -40,6 +40,9 @@ pub struct Net {
     /// Processes found gone at the last read, with their calls then: deleted at the
     /// next read if still gone and unchanged (so their last bytes were read once).
     gone_before: Vec<(ProcKey, u64)>,
+    /// The next read's `gone_before`, its buffer kept (a sampler allocates nothing in
+    /// its steady state).
+    gone_now: Vec<(ProcKey, u64)>,
     /// The per-user overflow map (read only once something overflowed).
     crowded: PercpuBatch,
     /// Entries deleted per user since loading (uid, entries), sorted: the kernel's
@@ -118,6 +121,7 @@ impl Net {
                         attach,
                         batch,
                         gone_before: Vec::new(),
+                        gone_now: Vec::new(),
                         crowded,
                         freed: Vec::new(),
                     });
@@ -229,7 +233,10 @@ impl Net {
     /// kernel how many of each user's it deleted (root's are not limited nor counted).
     fn forget_gone(&mut self, sample: &NetSample, alive: impl Fn(u32, u64) -> bool) {
         let calls = |c: &NetCounters| -> u64 { c.rx_calls.iter().chain(c.tx_calls.iter()).sum() };
-        let mut gone_now = Vec::new();
+        let mut gone_now = std::mem::take(&mut self.gone_now);
+        gone_now.clear();
+        // Sized with the table read: it grows only when the table does.
+        gone_now.reserve(sample.procs.len());
         for p in &sample.procs {
             if alive(p.pid, p.start_ns) {
                 continue;
@@ -257,7 +264,7 @@ impl Net {
                 gone_now.push((key, n));
             }
         }
-        self.gone_before = gone_now;
+        self.gone_now = std::mem::replace(&mut self.gone_before, gone_now);
     }
 
     /// One more of `uid`'s entries deleted.

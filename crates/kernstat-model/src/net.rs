@@ -293,7 +293,14 @@ pub fn model(
             });
         }
     }
-    for c in &cur.crowded {
+    // Not after a sample without the collector's reading (a failed read): the users'
+    // cumulative counts would show as one interval's.
+    let crowded: &[CrowdedUser] = if prev.attribution.is_some() {
+        &cur.crowded
+    } else {
+        &[]
+    };
+    for c in crowded {
         let before = prev.crowded.iter().find(|b| b.uid == c.uid);
         let d = before.map_or(c.counters, |b| c.counters.since(&b.counters));
         for (k, kind) in kinds.iter_mut().enumerate() {

@@ -307,14 +307,22 @@ fn cpu(w: &Window<'_>, t: &Thresholds) -> Finding {
     let waited: u64 = delays.iter().map(|d| d.1).sum();
     // A task of a group held back by its cpu.max quota stays runnable while throttled:
     // its wait is in PSI's `some` and in its run delay, on CPUs that may be idle. That
-    // is the throttling finding's, not saturation: the share of the run delay spent in
-    // throttled groups comes off this score (on a 2-CPU guest one looping task under a
-    // 0.2-CPU quota made `some` 78 % with the CPUs 12 % busy).
+    // is the throttling finding's, not saturation: each task's run delay, up to the
+    // time its group was throttled, comes off this score (on a 2-CPU guest one looping
+    // task under a 0.2-CPU quota made `some` 78 % with the CPUs 12 % busy; a group
+    // throttled a millisecond takes a millisecond off a task's wait, no more).
     let throttled = throttled_groups(w);
     let waited_throttled: u64 = delays
         .iter()
-        .filter(|(p, _)| throttled.iter().any(|g| within(p.cgroup.as_deref(), g)))
-        .map(|d| d.1)
+        .map(|(p, d)| {
+            let held = throttled
+                .iter()
+                .filter(|(g, _)| within(p.cgroup.as_deref(), g))
+                .map(|(_, ns)| *ns)
+                .max()
+                .unwrap_or(0);
+            (*d).min(held)
+        })
         .sum();
     let unthrottled = if waited > 0 {
         1.0 - waited_throttled as f64 / waited as f64
@@ -347,7 +355,11 @@ fn cpu(w: &Window<'_>, t: &Thresholds) -> Finding {
             what: format!(
                 "{} of that wait was in throttled groups ({}): scored as throttling, not here",
                 pct(1.0 - unthrottled),
-                throttled.join(", ")
+                throttled
+                    .iter()
+                    .map(|(g, _)| *g)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             ..Evidence::default()
         });
@@ -382,16 +394,18 @@ fn cpu(w: &Window<'_>, t: &Thresholds) -> Finding {
     )
 }
 
-/// The groups throttled at all in the window (by path).
-fn throttled_groups<'a>(w: &Window<'a>) -> Vec<&'a str> {
+/// The groups throttled in the window: (path, how long, ns — at most the window's
+/// length, as one task could wait no longer: cpu.stat sums its CPUs' throttled time).
+fn throttled_groups<'a>(w: &Window<'a>) -> Vec<(&'a str, u64)> {
+    let window_ns = (w.dt_s * 1e9) as u64;
     w.end
         .groups
         .iter()
-        .filter(|g| {
-            let before = w.start.groups.iter().find(|x| x.path == g.path);
-            matches!((g.throttled_us, before.and_then(|b| b.throttled_us)), (Some(now), Some(then)) if now > then)
+        .filter_map(|g| {
+            let before = w.start.groups.iter().find(|x| x.path == g.path)?;
+            let d = g.throttled_us?.checked_sub(before.throttled_us?)?;
+            (d > 0).then(|| (g.path.as_str(), (d * 1000).min(window_ns)))
         })
-        .map(|g| g.path.as_str())
         .collect()
 }
 
@@ -818,10 +832,10 @@ mod tests {
         };
         let mut a = snap(0, 0, vec![in_group(1, 0, 0), p(2, 0, 0)]);
         a.groups.push(group(0));
-        // 10 s: the quota held the group back 8 s; `some` grew 8.2 s; the looping task
+        // 10 s: the quota held the group back 9 s; `some` grew 8.2 s; the looping task
         // waited 9 s, another task 1 s: 90 % of the wait is throttling.
         let mut b = snap(10, 8_200_000, vec![in_group(1, 2, 9), p(2, 1, 1)]);
-        b.groups.push(group(8));
+        b.groups.push(group(9));
         let r = findings(&a, &b, &Between::default(), &Thresholds::default(), "test");
         assert_eq!(r.findings[0].resource, Resource::Throttling, "{r:?}");
         let cpu = r
@@ -837,6 +851,26 @@ mod tests {
                 .contains("90.0 % of that wait was in throttled groups (/t/thr)")),
             "{cpu:?}"
         );
+        // A group throttled for a moment takes that moment off its tasks' waits, no
+        // more: the CPU's own saturation stays.
+        let mut c = snap(0, 0, vec![in_group(1, 0, 0), p(2, 0, 0)]);
+        c.groups.push(group(0));
+        let mut d = snap(10, 8_200_000, vec![in_group(1, 2, 9), p(2, 1, 1)]);
+        d.groups.push(crate::GroupSnap {
+            throttled_us: Some(1_000),
+            ..group(0)
+        });
+        let r = findings(&c, &d, &Between::default(), &Thresholds::default(), "test");
+        let cpu = r
+            .findings
+            .iter()
+            .find(|f| f.resource == Resource::Cpu)
+            .unwrap();
+        assert!(
+            (cpu.score - 0.82 * (1.0 - 0.001 / 10.0)).abs() < 1e-9,
+            "{cpu:?}"
+        );
+        assert_eq!(r.findings[0].resource, Resource::Cpu, "{r:?}");
         // The group's own processes are still in a group below it.
         assert!(within(Some("/t/thr/x"), "/t/thr"));
         assert!(!within(Some("/t/thrx"), "/t/thr"));

@@ -89,6 +89,11 @@ impl Counters {
             return;
         }
         let totals = self.socket_bytes.get_or_insert([[0; 4]; 2]);
+        // Not over a sample without the collector's reading (a failed read): every
+        // counter is cumulative, and would be added again whole.
+        if prev.attribution.is_none() {
+            return;
+        }
         let mut add = |d: kernstat_model::net::NetCounters| {
             for (t, b) in totals[0].iter_mut().zip(d.rx_bytes) {
                 *t += b;

@@ -84,8 +84,6 @@ struct GitPath {
     /// The repository's state when last read.
     stamping: Option<Stamping>,
     stamp: Vec<u64>,
-    /// The stamp the last count started from (None: never counted).
-    counted: Option<Vec<u64>>,
     /// The stamp the counts in the cache started from (the last count that finished),
     /// published with the stamp: a reader of the snapshot takes a count key from it only
     /// when this is the repository's stamp now.
@@ -109,7 +107,6 @@ impl GitPath {
             counting: None,
             stamping: None,
             stamp: Vec::new(),
-            counted: None,
             counts_of: None,
         }
     }
@@ -260,24 +257,38 @@ impl GitPaths {
                 self.refresh(h, &scope, Some(READ_WAIT)).await?;
             }
         }
-        // The counts again only when the repository moved since they were made: `git
+        // The counts again only when the repository moved since the counts in the cache
+        // were made (`counts_of`: a count that finished, not one that started): `git
         // add` and `git commit` move the index, so the next prompt's dirty and staged are
         // current; edits in the work tree alone reach them through the poll.
-        let stale = self
-            .lock()
-            .get(&scope)
-            .is_some_and(|p| p.counted.as_ref() != Some(&p.stamp));
-        let wanted = match counts {
-            Counts::Spawn => false,
-            Counts::Await => stale,
-            Counts::Force => true,
+        let current = |me: &Self| {
+            me.lock()
+                .get(&scope)
+                .is_none_or(|p| p.counts_of.as_ref() == Some(&p.stamp))
         };
-        if wanted && rights.uid().is_none() {
-            // A count already under way (started in the background after an earlier
-            // change, e.g. the watcher's read after `git add`) may have read the work
-            // tree before the change this request saw (`git commit`): then one more.
-            if self.count(h, &scope, true).await? == Joined::Running {
-                self.count(h, &scope, true).await?;
+        if rights.uid().is_some() {
+            return Ok(());
+        }
+        match counts {
+            Counts::Spawn => {}
+            Counts::Await => {
+                // A count already under way (started in the background after an
+                // earlier change, e.g. the watcher's read after `git add`) may have
+                // started before the change this request saw (`git commit`): then one
+                // more, which starts from now.
+                for _ in 0..2 {
+                    if current(self) {
+                        break;
+                    }
+                    self.count(h, &scope, true).await?;
+                }
+            }
+            Counts::Force => {
+                // The work tree changed (the stamps cannot tell): a count that starts
+                // after this request.
+                if self.count(h, &scope, true).await? == Joined::Running {
+                    self.count(h, &scope, true).await?;
+                }
             }
         }
         Ok(())
@@ -438,7 +449,6 @@ impl GitPaths {
                     let n = Arc::new(Notify::new());
                     p.counting = Some(n.clone());
                     p.counts_busy = true;
-                    p.counted = Some(p.stamp.clone());
                     let from = p.stamp.clone();
                     let (h2, me, scope2, uid, done) =
                         (h.clone(), self.clone(), scope.to_string(), p.uid, n.clone());
