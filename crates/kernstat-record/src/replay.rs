@@ -397,3 +397,31 @@ pub fn model_of(prev: &RawSample, now: &RawSample, cur: &Frame) -> kernstat_mode
     }
     m
 }
+
+/// "recorded at T (the 5 s before it; 2 min from the time asked)": which sample a
+/// replayed view shows, the interval its rates cover, and how far it is from the time
+/// asked when that is a second or more.
+pub fn recorded_line(cursor: &crate::Cursor, off_by_ns: u64) -> String {
+    let Some(cur) = cursor.current() else {
+        return String::new();
+    };
+    let mut s = format!("recorded at {}", crate::time::local_stamp(cur.time_unix_ns));
+    let dt = interval_s(cursor.before(), cur);
+    let mut notes = Vec::new();
+    if dt > 0.0 {
+        notes.push(format!(
+            "rates over the {} before it",
+            crate::time::span_text((dt * 1e9) as u64)
+        ));
+    } else {
+        notes.push("the first sample: no rates".to_string());
+    }
+    if off_by_ns >= 1_000_000_000 {
+        notes.push(format!(
+            "{} from the time asked",
+            crate::time::span_text(off_by_ns)
+        ));
+    }
+    s.push_str(&format!(" ({})", notes.join("; ")));
+    s
+}

@@ -354,3 +354,28 @@ fn check_fixture(version: &str) {
     assert_eq!(p.cgroup, last["cgroup"].as_str().unwrap());
     assert_eq!(p.run_delay_ns, last["run_delay_ns"].as_u64().unwrap_or(0));
 }
+
+/// The line a replayed view prints says which sample it shows, the interval its rates
+/// cover (the frames are 5 s apart) and how far that is from the time asked.
+#[test]
+fn the_recorded_line_names_the_sample_its_interval_and_the_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = Writer::open(dir.path(), forever(), 0o600).unwrap();
+    for i in 0..3 {
+        w.append(&frame(i)).unwrap();
+    }
+    drop(w);
+    let a = Archive::open(dir.path()).unwrap();
+    let mut c = a.cursor().unwrap();
+    assert!(c.seek_from(frame(0).time_unix_ns));
+    let first = kernstat_record::replay::recorded_line(&c, 0);
+    assert!(first.contains("the first sample: no rates"), "{first}");
+    assert!(c.seek_from(frame(1).time_unix_ns));
+    let line = kernstat_record::replay::recorded_line(&c, 120_000_000_000);
+    assert!(line.starts_with("recorded at "), "{line}");
+    assert!(line.contains("rates over the 5 s before it"), "{line}");
+    assert!(line.contains("2 min from the time asked"), "{line}");
+    assert!(
+        !kernstat_record::replay::recorded_line(&c, 500_000_000).contains("from the time asked")
+    );
+}

@@ -59,7 +59,10 @@ pub fn run(args: &CgroupsArgs) -> anyhow::Result<i32> {
             };
             let frame = cursor.current().expect("cursor_at stands on a frame");
             if !args.json {
-                eprintln!("kernstat: {}", crate::replay::recorded_line(&cursor, off));
+                eprintln!(
+                    "kernstat: {}",
+                    kernstat_record::replay::recorded_line(&cursor, off)
+                );
             }
             let mut groups = kernstat_record::replay::model(cursor.before(), frame).cgroups;
             if let Some(d) = args.depth {

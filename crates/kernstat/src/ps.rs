@@ -166,7 +166,10 @@ fn replay(
     };
     let frame = cursor.current().expect("cursor_at stands on a frame");
     if !args.json {
-        eprintln!("kernstat: {}", crate::replay::recorded_line(&cursor, off));
+        eprintln!(
+            "kernstat: {}",
+            kernstat_record::replay::recorded_line(&cursor, off)
+        );
     }
     let mut users = UserNames::default();
     let rows: Vec<PsRow> = kernstat_record::replay::rows(cursor.before(), frame)

@@ -11,7 +11,6 @@ use anyhow::Context;
 
 use kernstat_export::Format;
 pub use kernstat_record::locate::archive_dir;
-use kernstat_record::time::span_text;
 pub use kernstat_record::time::{local_stamp, parse_time};
 use kernstat_record::{Archive, Cursor};
 use kernstat_sources::users::UserNames;
@@ -66,31 +65,6 @@ pub fn cursor_at(r: &ReplayArgs, at: &str) -> anyhow::Result<Result<(Cursor, u64
     }
 }
 
-/// "recorded at T (the 5 s before it; 2 min from the time asked)": which sample a
-/// replayed view shows, the interval its rates cover, and how far it is from the time
-/// asked when that is a second or more.
-pub fn recorded_line(cursor: &Cursor, off_by_ns: u64) -> String {
-    let Some(cur) = cursor.current() else {
-        return String::new();
-    };
-    let mut s = format!("recorded at {}", local_stamp(cur.time_unix_ns));
-    let dt = kernstat_record::replay::interval_s(cursor.before(), cur);
-    let mut notes = Vec::new();
-    if dt > 0.0 {
-        notes.push(format!(
-            "rates over the {} before it",
-            span_text((dt * 1e9) as u64)
-        ));
-    } else {
-        notes.push("the first sample: no rates".to_string());
-    }
-    if off_by_ns >= 1_000_000_000 {
-        notes.push(format!("{} from the time asked", span_text(off_by_ns)));
-    }
-    s.push_str(&format!(" ({})", notes.join("; ")));
-    s
-}
-
 /// `kernstat snapshot --at`: the machine over the interval ending at the recorded
 /// sample, as `snapshot` prints it, with when it was recorded and the processes that
 /// ended in that interval.
@@ -139,7 +113,7 @@ pub fn snapshot(r: &ReplayArgs, at: &str, json: bool) -> anyhow::Result<i32> {
                 markup: false,
             },
         )?;
-        let line = recorded_line(&cursor, off);
+        let line = kernstat_record::replay::recorded_line(&cursor, off);
         writeln!(out, "{}{}", line[..1].to_uppercase(), &line[1..])?;
         writeln!(out, "{s}")?;
         if !ended.is_empty() {
