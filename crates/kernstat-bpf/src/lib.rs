@@ -9,6 +9,7 @@
 
 pub mod biolat;
 pub mod cgroups;
+pub mod doctor;
 pub mod exits;
 pub mod kernel;
 pub mod loader;

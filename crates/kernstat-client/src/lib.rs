@@ -8,13 +8,21 @@
 //! - `runtime`: the runtime directory rules (whose directory, who serves a socket).
 //! - `keys`: the key catalogue (what exists, how each is asked for).
 //! - `fill`: `eval`'s `{key}` templates.
+//! - `autostart`: starting the user daemon when a client finds none.
+//! - `instance`: one sampler per `kernstat bar` configuration, the others following it.
+//! - `line`: the fields of `kernstat session`'s line protocol.
+//! - `format`: `get`'s output formats (text, JSON, shell, fish, TSV, CSV).
 //!
 //! The snapshot's format, reader and writer are kernstat-shm's.
 
 #![deny(missing_docs)]
 
+pub mod autostart;
 pub mod fill;
+pub mod format;
+pub mod instance;
 pub mod keys;
+pub mod line;
 pub mod lookup;
 pub mod protocol;
 pub mod runtime;

@@ -38,6 +38,21 @@ pub fn default_socket() -> Result<PathBuf, crate::runtime::UnsafeDir> {
     choose_socket(user_socket(), Path::new(SYSTEM_SOCKET))
 }
 
+/// Connects to the daemon at `socket` (default: [`default_socket`]). Err says, in one
+/// sentence, why there is none to talk to: no socket, a socket served by another user,
+/// or a runtime directory kernstat does not trust.
+pub fn connect_to(socket: Option<&Path>) -> Result<(PathBuf, Session), String> {
+    let sock = match socket {
+        Some(p) => p.to_path_buf(),
+        None => default_socket().map_err(|e| e.to_string())?,
+    };
+    match Session::connect(&sock) {
+        Ok(s) => Ok((sock, s)),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(e.to_string()),
+        Err(e) => Err(format!("no daemon at {} ({e})", sock.display())),
+    }
+}
+
 fn choose_socket(user: PathBuf, system: &Path) -> Result<PathBuf, crate::runtime::UnsafeDir> {
     // The system daemon's directory belongs to its --user once it runs (it must remove
     // its socket): when the user socket is that one (a runtime directory pointed at

@@ -5,7 +5,9 @@ use std::io;
 use std::path::Path;
 
 use kernstat_bpf::ps::{self as bpf_ps, PsReader};
-use kernstat_model::ps::{processes, TaskRow};
+use kernstat_model::ps::{command_line, processes, PsRow, RowExtras, TaskRow};
+use kernstat_sources::cgroup::CgroupPaths;
+use kernstat_sources::users::UserNames;
 use kernstat_sources::{ProcfsPs, Roots, Want};
 
 /// Where the rows come from.
@@ -129,5 +131,94 @@ pub fn read_command_line(t: &TaskRow) -> String {
         cmdline: bytes,
         cmdline_cut: cut,
         ..t.clone()
+    })
+}
+
+/// Table rows of `tasks`, with the names and paths they show looked up (only what is
+/// shown: user names go through NSS, which loads its modules on first use).
+pub fn ps_rows(
+    tasks: &[TaskRow],
+    per_thread: bool,
+    want: Want,
+    want_names: bool,
+    cpu_percent: impl Fn(usize, &TaskRow) -> f64,
+) -> Vec<PsRow> {
+    let mut users = UserNames::default();
+    let cgroups = want.cgroup.then(|| CgroupPaths::scan(&Roots::default()));
+    tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let cgroup = match (&t.cgroup_path, &cgroups) {
+                (Some(p), _) => p.clone(),
+                (None, Some(c)) => c.path(t.cgroup_id),
+                (None, None) => String::new(),
+            };
+            let extras = RowExtras {
+                cpu_percent: cpu_percent(i, t),
+                user: if want_names {
+                    users.name(t.uid).to_string()
+                } else {
+                    String::new()
+                },
+                cmd: if want.cmdline {
+                    command_line(t)
+                } else {
+                    String::new()
+                },
+                cgroup,
+            };
+            PsRow::from_task(t, per_thread, extras)
+        })
+        .collect()
+}
+
+/// `ps --bench`'s comparison: the BPF iterator's and procfs' read times, medians over
+/// `n` alternating runs (after three warm-ups), so that both see the same machine.
+#[derive(Clone, Copy, Debug)]
+pub struct IteratorBench {
+    /// Task records the iterator returned in the last run.
+    pub tasks: usize,
+    /// Processes the procfs walk saw in the last run.
+    pub processes: usize,
+    /// The iterator's median read, µs.
+    pub bpf_p50_us: f64,
+    /// The procfs walk's median, µs.
+    pub procfs_p50_us: f64,
+}
+
+/// Runs [`IteratorBench`] `n` times (`n` > 0).
+pub fn bench_iterator(reader: &mut PsReader, n: u32, want: Want) -> anyhow::Result<IteratorBench> {
+    let mut procfs = ProcfsPs::open(&Roots::default())?;
+    let mut bpf_t = Vec::with_capacity(n as usize);
+    let mut procfs_t = Vec::with_capacity(n as usize);
+    let mut tasks = 0usize;
+    let mut processes = 0usize;
+    for i in 0..n + 3 {
+        let t0 = std::time::Instant::now();
+        let raw = reader.read_raw()?;
+        let records = bpf_ps::count_records(raw);
+        let bt = t0.elapsed();
+        let t1 = std::time::Instant::now();
+        let mut count = 0usize;
+        procfs.walk(false, want, |v| {
+            count += 1;
+            std::hint::black_box(v);
+        })?;
+        let pt = t1.elapsed();
+        if i >= 3 {
+            bpf_t.push(bt.as_nanos() as u64);
+            procfs_t.push(pt.as_nanos() as u64);
+        }
+        tasks = records;
+        processes = count;
+    }
+    bpf_t.sort_unstable();
+    procfs_t.sort_unstable();
+    Ok(IteratorBench {
+        tasks,
+        processes,
+        bpf_p50_us: bpf_t[bpf_t.len() / 2] as f64 / 1000.0,
+        procfs_p50_us: procfs_t[procfs_t.len() / 2] as f64 / 1000.0,
     })
 }

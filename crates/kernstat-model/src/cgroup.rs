@@ -339,6 +339,19 @@ pub fn rates(before: &CgroupTree, now: &CgroupTree) -> Vec<CgroupRate> {
         .collect()
 }
 
+/// A group's path as the user typed it, in the form groups are named here: one leading
+/// `/`, no trailing one (`system.slice/` → `/system.slice`, `` → `/`).
+pub fn normalize(p: &str) -> String {
+    let t = p.trim_end_matches('/');
+    if t.is_empty() {
+        "/".into()
+    } else if t.starts_with('/') {
+        t.into()
+    } else {
+        format!("/{t}")
+    }
+}
+
 /// Whether `path` is `group` or below it.
 pub fn within(path: &str, group: &str) -> bool {
     group == "/"

@@ -23,14 +23,16 @@ pub mod runqlat;
 pub mod sample;
 pub mod tcp;
 pub mod text;
+pub mod thresholds;
 pub mod top;
 pub mod writes;
 
-pub use model::{Alert, Level, MemModel, Model, ModelOptions, ProcRate, Threshold, Thresholds};
+pub use model::{Alert, MemModel, Model, ModelOptions, ProcRate};
 pub use raw::{
     BatterySample, Comm, CoreTimes, GpuDriver, GpuSample, Hardware, MemInfo, ProcSample, Psi,
     PsiLine, Source, SystemSample, TaskName, TaskTable, Viewer,
 };
 pub use sample::RawSample;
 pub use text::ShortStr;
+pub use thresholds::{Level, LevelSpec, Threshold, Thresholds};
 pub use top::{Top, TopEntry, TOP_N};

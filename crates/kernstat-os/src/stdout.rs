@@ -38,3 +38,16 @@ impl Stdout {
         WriteOutcome::Written
     }
 }
+
+/// The terminal's width in columns when standard output is one (`$COLUMNS` when the
+/// terminal does not say); None for a pipe or a file.
+pub fn terminal_width() -> Option<usize> {
+    let fd = rustix::stdio::stdout();
+    if !rustix::termios::isatty(fd) {
+        return None;
+    }
+    match rustix::termios::tcgetwinsize(fd) {
+        Ok(ws) if ws.ws_col > 0 => Some(ws.ws_col as usize),
+        _ => std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()),
+    }
+}

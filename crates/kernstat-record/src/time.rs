@@ -93,3 +93,53 @@ pub fn span_text(ns: u64) -> String {
         format!("{:.1} h", s / 3600.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> jiff::Zoned {
+        "2026-11-25T09:30:00+01:00[Europe/Paris]".parse().unwrap()
+    }
+
+    fn stamp(s: &str) -> u64 {
+        s.parse::<jiff::Timestamp>().unwrap().as_nanosecond() as u64
+    }
+
+    #[test]
+    fn times_people_type() {
+        assert_eq!(
+            parse_time("03:12", now()).unwrap(),
+            stamp("2026-11-25T02:12:00Z")
+        );
+        assert_eq!(
+            parse_time("23:00", now()).unwrap(),
+            stamp("2026-11-24T22:00:00Z"),
+            "a time still to come today is yesterday's"
+        );
+        assert_eq!(
+            parse_time("-10m", now()).unwrap(),
+            stamp("2026-11-25T08:20:00Z")
+        );
+        assert_eq!(
+            parse_time("-2h", now()).unwrap(),
+            stamp("2026-11-25T06:30:00Z")
+        );
+        assert_eq!(
+            parse_time("2026-11-25T03:12:00Z", now()).unwrap(),
+            stamp("2026-11-25T03:12:00Z")
+        );
+        assert_eq!(
+            parse_time("2026-11-25 03:12", now()).unwrap(),
+            stamp("2026-11-25T02:12:00Z")
+        );
+        assert!(parse_time("yesterday-ish", now())
+            .unwrap_err()
+            .contains("is not a time"));
+        assert!(parse_time("-10x", now()).is_err());
+        assert_eq!(
+            parse_time("@1764000000", now()).unwrap(),
+            1_764_000_000_000_000_000
+        );
+    }
+}

@@ -409,3 +409,23 @@ impl Writer {
         Ok((deleted, self.total_bytes > self.retention.max_bytes))
     }
 }
+
+/// An archive's size limit as people write it: `1G`, `500M`, `64K`, `1048576` (bytes,
+/// powers of 1024), at least 1 MiB (an hour's file must fit).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, scale) = match s.chars().last() {
+        Some('K' | 'k') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
+        Some('T' | 't') => (&s[..s.len() - 1], 1 << 40),
+        _ => (s, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: a size is a number with K, M, G or T (e.g. 1G)"))?;
+    match n.checked_mul(scale) {
+        Some(b) if b >= 1 << 20 => Ok(b),
+        Some(_) => Err(format!("{s:?}: at least 1M (an hour's file must fit)")),
+        None => Err(format!("{s:?}: too large")),
+    }
+}

@@ -20,6 +20,13 @@ pub fn bytes(out: &mut impl Write, n: f64) -> fmt::Result {
     }
 }
 
+/// [`bytes`] as a new string, where a kept buffer does not matter.
+pub fn bytes_string(n: f64) -> String {
+    let mut s = String::new();
+    let _ = bytes(&mut s, n);
+    s
+}
+
 /// Writes a rate: `bytes` followed by "/s".
 pub fn rate(out: &mut impl Write, bytes_per_s: f64) -> fmt::Result {
     bytes(out, bytes_per_s)?;

@@ -4,9 +4,11 @@
 #![deny(missing_docs)]
 
 pub mod bar;
+pub mod cgroups;
 pub mod hist;
 pub mod human;
 pub mod plot;
+pub mod ps;
 pub mod runqlat;
 pub mod sort;
 pub mod table;

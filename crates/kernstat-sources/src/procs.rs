@@ -197,6 +197,12 @@ pub fn parse_io(data: &[u8]) -> Option<(u64, u64)> {
     Some((rd, wr))
 }
 
+/// Whether a process (or thread) of this id exists now, in `roots`' /proc (this pid
+/// namespace's).
+pub fn process_exists(roots: &Roots, pid: u32) -> bool {
+    pid != 0 && roots.proc.join(pid.to_string()).exists()
+}
+
 /// The command name of a task (`<proc>/PID/comm`), empty when it has gone.
 pub fn comm_of(roots: &Roots, pid: u32) -> String {
     std::fs::read_to_string(roots.proc.join(pid.to_string()).join("comm"))

@@ -7,22 +7,21 @@
 //! stdout (Waybar went away) ends the loop with status 0.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use kernstat_client::lookup;
-use kernstat_model::{Model, ModelOptions, RawSample, Source};
+use kernstat_bar::feed::Feed;
+use kernstat_bar::Ticker;
+use kernstat_model::{ModelOptions, RawSample, Source};
 use kernstat_render::{BarFormat, BarRenderer, Template, TickInfo, FIELDS};
 
 use crate::alloc::allocations;
 use crate::cli::{BarArgs, FormatArg};
-use crate::instance::{self, FollowEnd, Leader, Role};
 use crate::privileges;
 use crate::selfcost::SelfCost;
 use crate::signals::{Signals, Wake};
 use crate::stdout::{Stdout, WriteOutcome};
-use kernstat_collect::Collector;
+use kernstat_client::instance::{self, FollowEnd, Leader, Role};
 
 /// The first tick comes this soon after the baseline sample (rates need two samples),
 /// so that a bar shows numbers within ~50 ms of starting.
@@ -143,82 +142,6 @@ pub fn run(args: &BarArgs) -> anyhow::Result<i32> {
 /// How long `bar --daemon` keeps trying to reach a daemon that went away (a restart).
 const RECONNECT_FOR: Duration = Duration::from_secs(10);
 
-/// One update of the daemon's `summary` key.
-#[derive(serde::Deserialize)]
-struct DaemonUpdate {
-    ok: bool,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    data: Option<DaemonSummary>,
-}
-
-#[derive(serde::Deserialize)]
-struct DaemonSummary {
-    #[serde(flatten)]
-    model: Model,
-    #[serde(default)]
-    sample_us: f64,
-}
-
-/// Where `bar --daemon` reads the daemon's summaries from: the shared-memory snapshot
-/// (polled when a sample is due; no socket, nothing for the daemon to do), else a socket
-/// `watch` stream.
-enum Feed {
-    Shm(Box<lookup::Follow>),
-    Socket(kernstat_client::session::Watch),
-}
-
-impl Feed {
-    fn open(socket: Option<&Path>) -> Result<(PathBuf, Feed), String> {
-        let sock = match socket {
-            Some(p) => p.to_path_buf(),
-            None => kernstat_client::default_socket().map_err(|e| e.to_string())?,
-        };
-        if let Some(f) = lookup::Follow::new(sock.clone(), "summary") {
-            return Ok((sock, Feed::Shm(Box::new(f))));
-        }
-        let (sock, s) = crate::client::connect(Some(&sock))?;
-        let w = s
-            .watch("summary", None)
-            .map_err(|e| format!("daemon at {}: {e}", sock.display()))?;
-        Ok((sock, Feed::Socket(w)))
-    }
-
-    /// The next summary; Ok(None) when this feed ended (the daemon went away).
-    fn next(&mut self) -> anyhow::Result<Option<DaemonSummary>> {
-        let update: DaemonUpdate = match self {
-            Feed::Shm(f) => {
-                let Some((v, _)) = f.next_stored() else {
-                    return Ok(None);
-                };
-                if v.error {
-                    bail!("daemon: {}", String::from_utf8_lossy(&v.bytes));
-                }
-                DaemonUpdate {
-                    ok: true,
-                    error: None,
-                    data: serde_json::from_slice(&v.bytes)
-                        .context("reading the daemon's summary")?,
-                }
-            }
-            Feed::Socket(w) => match w.next_raw() {
-                Ok(Some(line)) => {
-                    serde_json::from_slice(line).context("reading the daemon's summary")?
-                }
-                Ok(None) | Err(_) => return Ok(None),
-            },
-        };
-        match update.data.filter(|_| update.ok) {
-            Some(summary) => Ok(Some(summary)),
-            None => bail!(
-                "daemon: {}",
-                update.error.unwrap_or_else(|| "no summary".into())
-            ),
-        }
-    }
-}
-
 /// `bar --daemon`: renders every update of the daemon's summary (ticks follow the
 /// daemon's interval). Returns None to sample here instead, when no daemon answers at
 /// start; a daemon that goes away later gets `RECONNECT_FOR` to come back.
@@ -249,7 +172,7 @@ fn from_daemon(
         return Ok(Some(0));
     }
     loop {
-        let Some(summary) = feed.next()? else {
+        let Some(summary) = feed.next_summary()? else {
             let gone = Instant::now();
             loop {
                 std::thread::sleep(Duration::from_secs(1));
@@ -277,51 +200,15 @@ fn from_daemon(
     }
 }
 
-struct Loop {
-    collector: Collector,
-    prev: RawSample,
-    cur: RawSample,
-    model: Model,
-    opts: ModelOptions,
-    renderer: BarRenderer,
-    out: Vec<u8>,
-}
-
-impl Loop {
-    fn new(args: &BarArgs, template: Template, format: BarFormat) -> anyhow::Result<Self> {
-        let mut collector = crate::source::open_collector(&args.source)?;
-        let renderer = BarRenderer::new(format, template);
-        let (links, processes) = renderer.network_shown();
-        collector.keep_network(links, processes);
-        Ok(Loop {
-            collector,
-            prev: RawSample::default(),
-            cur: RawSample::default(),
-            model: Model::default(),
-            opts: ModelOptions {
-                include_kthreads: args.kthreads,
-                thresholds: args.thresholds(),
-            },
-            renderer,
-            out: Vec::with_capacity(16 * 1024),
-        })
-    }
-
-    /// Samples into `cur`, updates the model from `prev`, renders into `out`, and makes
-    /// `cur` the next `prev`. Returns how long it took.
-    fn tick(&mut self, self_cost: Option<f64>) -> anyhow::Result<Duration> {
-        let t0 = Instant::now();
-        self.collector.sample(&mut self.cur).context("sampling")?;
-        self.model.update(&self.prev, &self.cur, &self.opts);
-        self.out.clear();
-        let tick = TickInfo {
-            sample_us: t0.elapsed().as_secs_f64() * 1e6,
-            self_cost_percent: self_cost,
-        };
-        self.renderer.render(&self.model, &tick, &mut self.out);
-        std::mem::swap(&mut self.prev, &mut self.cur);
-        Ok(t0.elapsed())
-    }
+fn ticker(args: &BarArgs, template: Template, format: BarFormat) -> anyhow::Result<Ticker> {
+    Ok(Ticker::new(
+        crate::source::open_collector(&args.source)?,
+        BarRenderer::new(format, template),
+        ModelOptions {
+            include_kthreads: args.kthreads,
+            thresholds: args.thresholds(),
+        },
+    ))
 }
 
 fn lead(
@@ -331,7 +218,7 @@ fn lead(
     signals: &Signals,
     leader: Option<Leader>,
 ) -> anyhow::Result<i32> {
-    let mut lp = Loop::new(args, template, format)?;
+    let mut lp = ticker(args, template, format)?;
     let mut self_cost = args
         .self_cost
         .then(|| SelfCost::start(lp.collector.sampler()));
@@ -350,7 +237,7 @@ fn lead(
     if out.write(&header) == WriteOutcome::Closed {
         return Ok(0);
     }
-    lp.collector.sample(&mut lp.prev).context("sampling")?;
+    lp.baseline()?;
     let mut interval = args.interval;
     let mut interval_idx = args
         .intervals
@@ -402,75 +289,25 @@ fn lead(
     }
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let idx = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[idx] as f64 / 1000.0
-}
-
 fn bench(args: &BarArgs, template: Template, format: BarFormat, n: u32) -> anyhow::Result<i32> {
     if n == 0 {
         crate::cli::usage!("--bench needs at least one sample");
     }
-    let mut lp = Loop::new(args, template, format)?;
-    lp.collector.sample(&mut lp.prev).context("sampling")?;
-    // Let every buffer grow to its working size first.
-    for _ in 0..10 {
-        std::thread::sleep(Duration::from_millis(1));
-        lp.tick(None)?;
-    }
-    let mut times = Vec::with_capacity(n as usize);
-    // A sample that reads more processes, tasks or processes that used a socket than
-    // any before grows its tables (an allocation that stays), and so does the next (the
-    // samples alternate between two sets of tables); every other sample must allocate
-    // nothing. Counted apart, so that the claim holds on a machine where processes come
-    // and go.
-    let size = |lp: &Loop| {
-        [
-            lp.prev.tasks.procs.len(),
-            lp.prev.tasks.tasks as usize,
-            lp.prev.net.procs.len(),
-        ]
-    };
-    let mut most = size(&lp);
-    let mut grew_last = false;
-    let (mut allocs, mut steady_allocs, mut growing) = (0u64, 0u64, 0u32);
-    for _ in 0..n {
-        std::thread::sleep(Duration::from_millis(1));
-        let a0 = allocations();
-        let t = lp.tick(None)?;
-        let made = allocations() - a0;
-        allocs += made;
-        let now = size(&lp);
-        let grew = now.iter().zip(&most).any(|(n, m)| n > m);
-        for (m, n) in most.iter_mut().zip(now) {
-            *m = (*m).max(n);
-        }
-        let after_growth = std::mem::replace(&mut grew_last, grew);
-        if grew || after_growth {
-            growing += 1;
-        } else {
-            steady_allocs += made;
-        }
-        times.push(t.as_nanos() as u64);
-    }
-    let avg = times.iter().sum::<u64>() as f64 / times.len() as f64 / 1000.0;
-    times.sort_unstable();
+    let mut lp = ticker(args, template, format)?;
+    let r = kernstat_bar::bench::bench(&mut lp, n, allocations)?;
     let report = serde_json::json!({
         "n": n,
         "source": lp.collector.source().as_str(),
-        "tasks": lp.prev.tasks.tasks,
-        "avg_us": round2(avg),
-        "p50_us": round2(percentile(&times, 0.50)),
-        "p95_us": round2(percentile(&times, 0.95)),
-        "p99_us": round2(percentile(&times, 0.99)),
-        "min_us": round2(percentile(&times, 0.0)),
-        "max_us": round2(percentile(&times, 1.0)),
-        "allocs_per_sample": allocs as f64 / n as f64,
-        "growing_samples": growing,
-        "allocs_in_steady_samples": steady_allocs,
+        "tasks": r.tasks,
+        "avg_us": round2(r.avg_us),
+        "p50_us": round2(r.percentile_us(0.50)),
+        "p95_us": round2(r.percentile_us(0.95)),
+        "p99_us": round2(r.percentile_us(0.99)),
+        "min_us": round2(r.percentile_us(0.0)),
+        "max_us": round2(r.percentile_us(1.0)),
+        "allocs_per_sample": r.allocations as f64 / n as f64,
+        "growing_samples": r.growing_samples,
+        "allocs_in_steady_samples": r.allocs_in_steady_samples,
     });
     let mut stdout = io::stdout().lock();
     if args.json {

@@ -60,7 +60,7 @@ pub fn run(args: &BiolatArgs) -> anyhow::Result<i32> {
         let parts = group(&iv, args.per_disk, args.flags);
         if args.json {
             let v = serde_json::json!({
-                "timestamp": crate::runqlat::epoch_s(),
+                "timestamp": kernstat_os::interval::epoch_s(),
                 "unit": if args.milliseconds { "ms" } else { "us" },
                 "attach": bio.attach_kind().as_str(),
                 "unstamped": unstamped - unstamped_before,
@@ -70,7 +70,7 @@ pub fn run(args: &BiolatArgs) -> anyhow::Result<i32> {
         } else {
             let mut text = String::new();
             if args.timestamp {
-                text.push_str(&format!("{}\n", crate::runqlat::clock()));
+                text.push_str(&format!("{}\n", kernstat_os::interval::clock()));
             }
             for p in &parts {
                 if !p.label.is_empty() {

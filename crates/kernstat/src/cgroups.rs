@@ -12,27 +12,11 @@ use std::time::Instant;
 use anyhow::Context;
 use kernstat_collect::cgroups::{CgroupOptions, CgroupSampler};
 use kernstat_model::cgroup::CgroupRate;
-use kernstat_model::cgroup_tree::{tree, Column, TreeLine, TreeOrder};
+use kernstat_model::cgroup_tree::{tree, Column, TreeOrder};
 use kernstat_render::sort::SortSpec;
 use kernstat_sources::cgroup::{CgroupReader, CgroupWant};
 
 use crate::cli::CgroupsArgs;
-
-/// The table's columns: which, header, width.
-const COLS: &[(Column, &str, usize)] = &[
-    (Column::Cpu, "CPU%", 6),
-    (Column::Throttled, "THR%", 5),
-    (Column::Mem, "MEM", 6),
-    (Column::Limit, "LIMIT", 6),
-    (Column::IoRead, "IO_R/s", 7),
-    (Column::IoWrite, "IO_W/s", 7),
-    (Column::PsiCpu, "P_CPU", 5),
-    (Column::PsiMem, "P_MEM", 5),
-    (Column::PsiIo, "P_IO", 5),
-    (Column::Pids, "TASKS", 5),
-    (Column::NetRx, "NET_RX/s", 8),
-    (Column::NetTx, "NET_TX/s", 8),
-];
 
 /// Runs `kernstat cgroups`; returns the exit status.
 pub fn run(args: &CgroupsArgs) -> anyhow::Result<i32> {
@@ -87,7 +71,7 @@ pub fn run(args: &CgroupsArgs) -> anyhow::Result<i32> {
         }
     };
     if let Some(root) = &args.root {
-        let root = normalize(root);
+        let root = kernstat_model::cgroup::normalize(root);
         groups.retain(|g| kernstat_model::cgroup::within(&g.path, &root));
         if groups.is_empty() {
             eprintln!("kernstat cgroups: no control group {root} (kernstat cgroups --depth 1 lists the top ones)");
@@ -115,7 +99,7 @@ pub fn run(args: &CgroupsArgs) -> anyhow::Result<i32> {
             out.write_all(b"\n")?;
         }
     } else {
-        out.write_all(table(&groups, &lines, &layout).as_bytes())?;
+        out.write_all(kernstat_render::cgroups::table(&groups, &lines, &layout).as_bytes())?;
     }
     Ok(0)
 }
@@ -125,72 +109,6 @@ struct JsonGroup<'a> {
     #[serde(flatten)]
     group: &'a CgroupRate,
     layout: &'a str,
-}
-
-fn normalize(p: &str) -> String {
-    let t = p.trim_end_matches('/');
-    if t.is_empty() {
-        "/".into()
-    } else if t.starts_with('/') {
-        t.into()
-    } else {
-        format!("/{t}")
-    }
-}
-
-fn cell(g: &CgroupRate, col: Column) -> String {
-    let mut s = String::new();
-    let Some(v) = col.value(g) else {
-        return "-".into();
-    };
-    match col {
-        Column::Cpu | Column::Throttled | Column::PsiCpu | Column::PsiMem | Column::PsiIo => {
-            s = format!("{v:.1}");
-        }
-        Column::Pids => s = format!("{v:.0}"),
-        _ => {
-            let _ = kernstat_render::human::bytes(&mut s, v);
-        }
-    }
-    s
-}
-
-fn table(groups: &[CgroupRate], lines: &[TreeLine], layout: &str) -> String {
-    let mut out = String::new();
-    for (_, header, width) in COLS {
-        out.push_str(&format!("{header:>width$} "));
-    }
-    out.push_str("CGROUP\n");
-    for l in lines {
-        let g = &groups[l.index];
-        for (col, _, width) in COLS {
-            out.push_str(&format!("{:>width$} ", cell(g, *col)));
-        }
-        let name = if g.path == "/" {
-            "/"
-        } else {
-            g.path.rsplit('/').next().unwrap_or(&g.path)
-        };
-        let indent = (g.depth as usize).min(16) * 2;
-        out.push_str(&format!(
-            "{:indent$}{}",
-            "",
-            kernstat_model::text::printable(name)
-        ));
-        if g.truncated > 0 {
-            out.push_str(&format!(
-                "  (+{} groups below not read: in this one's figures)",
-                g.truncated
-            ));
-        }
-        out.push('\n');
-    }
-    if layout == "hybrid" {
-        out.push_str(
-            "(hybrid layout: memory, io and tasks are on cgroup v1 here; kernstat reads cgroup v2, so they show -)\n",
-        );
-    }
-    out
 }
 
 /// `--bench N`: N readings of every group (what a refresh of `kernstat cgroups` or the

@@ -6,7 +6,7 @@
 //! here from /proc and the repository's files, and says so on stderr.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use std::collections::BTreeMap;
@@ -15,38 +15,18 @@ use kernstat_client::fill;
 use kernstat_client::keys as providers;
 use kernstat_client::keys::context;
 use kernstat_client::lookup::{self, Lookup};
-use kernstat_client::{default_socket, Query, Reply, Session};
+use kernstat_client::{default_socket, Query, Reply};
 
-use crate::cli::{EvalArgs, Format, GetArgs, PutArgs, StatusArgs, WatchArgs};
-use crate::{autostart, format};
+use crate::cli::{EvalArgs, GetArgs, PutArgs, StatusArgs, WatchArgs};
+use kernstat_client::autostart;
+use kernstat_client::format;
+use kernstat_client::format::Format;
 
 /// Window for rates when `get` computes a value itself.
 /// How long a client waits for the daemon's answer.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Connects to the daemon at `socket` (default: the user daemon's, else the system
-/// daemon's). Err says, in one sentence, why there is none to talk to: no socket, a
-/// socket served by another user, or a runtime directory kernstat does not trust.
-pub fn connect(socket: Option<&Path>) -> Result<(PathBuf, Session), String> {
-    let sock = match socket {
-        Some(p) => p.to_path_buf(),
-        None => default_socket().map_err(|e| e.to_string())?,
-    };
-    match Session::connect(&sock) {
-        Ok(s) => Ok((sock, s)),
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(e.to_string()),
-        Err(e) => Err(format!("no daemon at {} ({e})", sock.display())),
-    }
-}
-
-fn key_path(key: &str, path: Option<&Path>) -> io::Result<Option<String>> {
-    lookup::key_dir(key, path)
-}
-
-/// Whether `key` names a whole provider (its fields as one object).
-pub fn is_whole(key: &str) -> bool {
-    providers::is_whole(key)
-}
+pub use kernstat_client::session::connect_to as connect;
 
 fn fail(msg: impl std::fmt::Display) -> i32 {
     eprintln!("kernstat: {msg}");
@@ -94,7 +74,7 @@ fn print_reply(key: &str, reply: &Reply, json: bool) -> i32 {
 fn fetch(keys: &[String], path: Option<&Path>, socket: Option<&Path>) -> Result<Vec<Reply>, i32> {
     let mut paths = Vec::with_capacity(keys.len());
     for k in keys {
-        match key_path(k, path) {
+        match lookup::key_dir(k, path) {
             Ok(p) => paths.push(p),
             Err(e) => return Err(fail(format!("--path {e}"))),
         }
@@ -208,7 +188,7 @@ pub fn get(args: &GetArgs) -> i32 {
             .iter()
             .zip(&replies)
             .map(|(k, r)| {
-                if args.json || !is_whole(k) {
+                if args.json || !providers::is_whole(k) {
                     print_reply(k, r, args.json)
                 } else {
                     print_values(
@@ -228,7 +208,13 @@ fn print_values(format: Format, keys: &[String], replies: &[Reply]) -> i32 {
     let values: Vec<(String, Option<serde_json::Value>, bool)> = keys
         .iter()
         .zip(replies)
-        .map(|(k, r)| (k.clone(), r.data.clone().filter(|_| r.ok), is_whole(k)))
+        .map(|(k, r)| {
+            (
+                k.clone(),
+                r.data.clone().filter(|_| r.ok),
+                providers::is_whole(k),
+            )
+        })
         .collect();
     let _ = io::stdout()
         .lock()
@@ -320,7 +306,7 @@ pub fn eval(args: &EvalArgs) -> i32 {
 
 /// `kernstat watch`.
 pub fn watch(args: &WatchArgs) -> i32 {
-    let path = match key_path(&args.key, args.path.as_deref()) {
+    let path = match lookup::key_dir(&args.key, args.path.as_deref()) {
         Ok(p) => p,
         Err(e) => return fail(format!("--path {e}")),
     };
@@ -442,16 +428,10 @@ pub fn status(args: &StatusArgs) -> i32 {
                 r["last_unix_ns"]
                     .as_u64()
                     .map_or("-".to_string(), kernstat_record::time::local_stamp),
-                human_size(r["bytes"].as_u64().unwrap_or(0)),
+                kernstat_render::human::bytes_string(r["bytes"].as_u64().unwrap_or(0) as f64),
             ),
             None => writeln!(out, "not recording (kernstat daemon --record DIR keeps history)"),
         })
     };
     0
-}
-
-fn human_size(n: u64) -> String {
-    let mut s = String::new();
-    let _ = kernstat_render::human::bytes(&mut s, n as f64);
-    s
 }

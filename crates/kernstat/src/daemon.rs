@@ -14,7 +14,7 @@ use crate::cli::{Collect, DaemonArgs};
 
 /// Runs `kernstat daemon`; returns the exit status.
 pub fn run(args: &DaemonArgs) -> anyhow::Result<i32> {
-    crate::autostart::adopt_lock();
+    kernstat_client::autostart::adopt_lock();
     let opts = options(args)?;
     kernstat_service::run(&opts)
 }

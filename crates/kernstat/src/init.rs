@@ -11,9 +11,9 @@ use std::io::Write;
 use kernstat_client::keys::{self as providers, context};
 use kernstat_client::{default_socket, Session};
 
-use crate::autostart;
 use crate::cli::{InitArgs, Shell};
-use crate::format::{fish_quote, shell_quote};
+use kernstat_client::autostart;
+use kernstat_client::format::{fish_quote, shell_quote};
 
 const ZSH: &str = include_str!("init/zsh.zsh");
 const BASH: &str = include_str!("init/bash.bash");
@@ -22,7 +22,7 @@ const FISH: &str = include_str!("init/fish.fish");
 /// `kernstat init`.
 pub fn run(args: &InitArgs) -> anyhow::Result<i32> {
     for k in &args.keys {
-        if !providers::is_known(k) && !crate::client::is_whole(k) {
+        if !providers::is_known(k) && !providers::is_whole(k) {
             eprintln!("kernstat: init: unknown key {k:?} (kernstat get --list names them)");
             return Ok(2);
         }

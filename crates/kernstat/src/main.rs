@@ -5,7 +5,6 @@
 //! each command is a module. Errors reach the user as one line on stderr and a non-zero
 //! status; a closed stdout is not an error (status 0).
 
-mod autostart;
 mod bar;
 mod biolat;
 mod cgroups;
@@ -15,9 +14,7 @@ mod daemon;
 mod docs;
 mod doctor;
 mod events;
-mod format;
 mod init;
-mod instance;
 mod ps;
 mod replay;
 mod runqlat;
@@ -30,7 +27,7 @@ mod view;
 mod why;
 mod writes;
 
-use kernstat_collect::{net_interval, selfcost, tasks};
+use kernstat_collect::selfcost;
 use kernstat_os::{alloc, interval, privileges, signals, stdout};
 
 use clap::Parser;

@@ -10,16 +10,16 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use kernstat_bpf::ps as bpf_ps;
-use kernstat_model::ps::{command_line, lifetime_percent, row_rates, PsRow, RowExtras, TaskRow};
+use kernstat_model::ps::{lifetime_percent, row_rates, PsRow};
 use kernstat_model::rates::Children;
-use kernstat_render::table::{self, Column, StartFormat, COLUMNS};
-use kernstat_sources::cgroup::CgroupPaths;
+use kernstat_render::ps::{sort_rows, BootClock};
+use kernstat_render::table::{self, Column, COLUMNS};
 use kernstat_sources::users::UserNames;
-use kernstat_sources::{ProcfsPs, Roots, Want};
+use kernstat_sources::Want;
 
 use crate::cli::PsArgs;
-use crate::net_interval::NetInterval;
-use crate::tasks::TaskSource;
+use kernstat_collect::net_interval::NetInterval;
+use kernstat_collect::tasks::{self, TaskSource};
 
 /// Runs `kernstat ps`; returns the exit status.
 pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
@@ -117,7 +117,7 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
     };
     let now_boot = kernstat_sources::boottime_ns();
     let want_names = args.json || columns.contains(&Column::User);
-    let mut rows = rows(
+    let mut rows = tasks::ps_rows(
         &tasks,
         args.threads,
         want,
@@ -203,7 +203,7 @@ fn emit(
                 .as_ref()
                 .is_none_or(|c| r.cgroup.contains(c.as_str()))
     });
-    sort_rows(&mut rows, sort);
+    sort_rows(&mut rows, sort.0, sort.1);
     // A pid asked for that is not there is the question's mistake, said in one line
     // rather than a bare header (README: exit codes).
     let missing: Vec<String> = args
@@ -233,49 +233,10 @@ fn emit(
             out.write_all(b"\n")?;
         }
     } else {
-        let width = terminal_width();
+        let width = kernstat_os::stdout::terminal_width();
         out.write_all(table::render(&rows, columns, args.tree, width, &start).as_bytes())?;
     }
     Ok(if rows.is_empty() { 1 } else { 0 })
-}
-
-/// Table rows of `tasks`, with the names and paths they show looked up (only what is
-/// shown: user names go through NSS, which loads its modules on first use).
-fn rows(
-    tasks: &[TaskRow],
-    per_thread: bool,
-    want: Want,
-    want_names: bool,
-    cpu_percent: impl Fn(usize, &TaskRow) -> f64,
-) -> Vec<PsRow> {
-    let mut users = UserNames::default();
-    let cgroups = want.cgroup.then(|| CgroupPaths::scan(&Roots::default()));
-    tasks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let cgroup = match (&t.cgroup_path, &cgroups) {
-                (Some(p), _) => p.clone(),
-                (None, Some(c)) => c.path(t.cgroup_id),
-                (None, None) => String::new(),
-            };
-            let extras = RowExtras {
-                cpu_percent: cpu_percent(i, t),
-                user: if want_names {
-                    users.name(t.uid).to_string()
-                } else {
-                    String::new()
-                },
-                cmd: if want.cmdline {
-                    command_line(t)
-                } else {
-                    String::new()
-                },
-                cgroup,
-            };
-            PsRow::from_task(t, per_thread, extras)
-        })
-        .collect()
 }
 
 #[derive(serde::Serialize)]
@@ -296,119 +257,6 @@ fn parse_sort(s: &str) -> anyhow::Result<(Column, bool)> {
     }
 }
 
-fn sort_rows(rows: &mut [PsRow], (col, desc): (Column, bool)) {
-    use std::cmp::Ordering;
-    if col == Column::Pid && !desc && rows.is_sorted_by_key(|r| r.pid) {
-        // The usual case: sources already return pid order.
-        return;
-    }
-    let key = |a: &PsRow, b: &PsRow| -> Ordering {
-        match col {
-            Column::Pid => a.pid.cmp(&b.pid),
-            Column::Ppid => a.ppid.cmp(&b.ppid),
-            Column::User => a.user.cmp(&b.user),
-            Column::Uid => a.uid.cmp(&b.uid),
-            Column::Gid => a.gid.cmp(&b.gid),
-            Column::State => a.state.cmp(&b.state),
-            Column::Threads => a.threads.cmp(&b.threads),
-            Column::Nice => a.nice.cmp(&b.nice),
-            Column::Pri => a.priority.cmp(&b.priority),
-            Column::Cpu => a.cpu_percent.total_cmp(&b.cpu_percent),
-            Column::Time => a.cpu_ns.cmp(&b.cpu_ns),
-            Column::Rss => a.rss_bytes.cmp(&b.rss_bytes),
-            Column::Vsz => a.vsz_bytes.cmp(&b.vsz_bytes),
-            Column::Start => a.start_ns.cmp(&b.start_ns),
-            Column::Read => a.read_bytes.cmp(&b.read_bytes),
-            Column::Write => a.write_bytes.cmp(&b.write_bytes),
-            Column::Comm => a.comm.as_str().cmp(b.comm.as_str()),
-            Column::Cmd => a.cmd.cmp(&b.cmd),
-            Column::Cgroup => a.cgroup.cmp(&b.cgroup),
-            Column::NetRx => cmp_opt(a.net_rx_bps, b.net_rx_bps),
-            Column::NetTx => cmp_opt(a.net_tx_bps, b.net_tx_bps),
-        }
-        .then(a.pid.cmp(&b.pid))
-    };
-    rows.sort_by(|a, b| if desc { key(b, a) } else { key(a, b) });
-}
-
-/// Unmeasured (None) sorts below every measured value.
-fn cmp_opt(a: Option<f64>, b: Option<f64>) -> std::cmp::Ordering {
-    match (a, b) {
-        (Some(a), Some(b)) => a.total_cmp(&b),
-        (a, b) => a.is_some().cmp(&b.is_some()),
-    }
-}
-
-fn terminal_width() -> Option<usize> {
-    let fd = rustix::stdio::stdout();
-    if !rustix::termios::isatty(fd) {
-        return None;
-    }
-    match rustix::termios::tcgetwinsize(fd) {
-        Ok(ws) if ws.ws_col > 0 => Some(ws.ws_col as usize),
-        _ => std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()),
-    }
-}
-
-/// Start times as ps shows them: HH:MM today, "Mon DD" before.
-struct BootClock {
-    boot_epoch_s: i64,
-    today: (i32, i32),
-}
-
-fn local(epoch_s: i64) -> libc::tm {
-    // SAFETY: localtime_r writes into the tm we pass.
-    unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        let t: libc::time_t = epoch_s as libc::time_t;
-        libc::localtime_r(&t, &mut tm);
-        tm
-    }
-}
-
-impl BootClock {
-    /// The clock of a recorded sample: taken at `unix_ns`, `boot_ns` after boot.
-    fn at(unix_ns: u64, boot_ns: u64) -> Self {
-        let wall = (unix_ns / 1_000_000_000) as i64;
-        let tm = local(wall);
-        BootClock {
-            boot_epoch_s: wall - (boot_ns / 1_000_000_000) as i64,
-            today: (tm.tm_year, tm.tm_yday),
-        }
-    }
-
-    fn now(now_boot_ns: u64) -> Self {
-        let wall = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0);
-        let boot_epoch_s = wall - (now_boot_ns / 1_000_000_000) as i64;
-        let tm = local(wall);
-        BootClock {
-            boot_epoch_s,
-            today: (tm.tm_year, tm.tm_yday),
-        }
-    }
-}
-
-impl StartFormat for BootClock {
-    fn format(&self, start_ns: u64) -> String {
-        const MONTHS: [&str; 12] = [
-            "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-        ];
-        let tm = local(self.boot_epoch_s + (start_ns / 1_000_000_000) as i64);
-        if (tm.tm_year, tm.tm_yday) == self.today {
-            format!("{:02}:{:02}", tm.tm_hour, tm.tm_min)
-        } else {
-            format!(
-                "{}{:02}",
-                MONTHS[tm.tm_mon.clamp(0, 11) as usize],
-                tm.tm_mday
-            )
-        }
-    }
-}
-
 /// `--user` takes a name or a number.
 fn resolve_user(u: &str) -> anyhow::Result<u32> {
     match kernstat_sources::users::by_name_or_uid(u) {
@@ -424,45 +272,17 @@ fn bench(source: &mut TaskSource, n: u32, want: Want, json: bool) -> anyhow::Res
     let TaskSource::Bpf(reader) = source else {
         bail!("--bench compares the BPF iterator with procfs: it needs BPF (root, or a pin)");
     };
-    let mut procfs = ProcfsPs::open(&Roots::default())?;
-    let mut bpf_t = Vec::with_capacity(n as usize);
-    let mut procfs_t = Vec::with_capacity(n as usize);
-    let mut tasks = 0usize;
-    let mut seen = 0usize;
-    // Alternate the two so that both see the same machine.
-    for i in 0..n + 3 {
-        let t0 = Instant::now();
-        let raw = reader.read_raw()?;
-        let records = bpf_ps::count_records(raw);
-        let bt = t0.elapsed();
-        let t1 = Instant::now();
-        let mut count = 0usize;
-        procfs.walk(false, want, |v| {
-            count += 1;
-            std::hint::black_box(v);
-        })?;
-        let pt = t1.elapsed();
-        if i >= 3 {
-            bpf_t.push(bt.as_nanos() as u64);
-            procfs_t.push(pt.as_nanos() as u64);
-        }
-        tasks = records;
-        seen = count;
-    }
-    bpf_t.sort_unstable();
-    procfs_t.sort_unstable();
-    let b = bpf_t[bpf_t.len() / 2] as f64 / 1000.0;
-    let p = procfs_t[procfs_t.len() / 2] as f64 / 1000.0;
+    let b = tasks::bench_iterator(reader, n, want)?;
     let round = |v: f64| (v * 100.0).round() / 100.0;
     let report = serde_json::json!({
         "n": n,
-        "tasks": tasks,
-        "processes": seen,
+        "tasks": b.tasks,
+        "processes": b.processes,
         "source": source.name(),
         "cmdline": want.cmdline,
-        "bpf_p50_us": round(b),
-        "procfs_p50_us": round(p),
-        "ratio": round(p / b),
+        "bpf_p50_us": round(b.bpf_p50_us),
+        "procfs_p50_us": round(b.procfs_p50_us),
+        "ratio": round(b.procfs_p50_us / b.bpf_p50_us),
     });
     let mut out = io::stdout().lock();
     if json {
@@ -470,8 +290,8 @@ fn bench(source: &mut TaskSource, n: u32, want: Want, json: bool) -> anyhow::Res
     } else {
         writeln!(
             out,
-            "{n} runs, {tasks} tasks ({seen} processes): iterator p50 {} µs, procfs p50 {} µs, {}x",
-            report["bpf_p50_us"], report["procfs_p50_us"], report["ratio"]
+            "{n} runs, {} tasks ({} processes): iterator p50 {} µs, procfs p50 {} µs, {}x",
+            b.tasks, b.processes, report["bpf_p50_us"], report["procfs_p50_us"], report["ratio"]
         )?;
     }
     Ok(0)

@@ -7,7 +7,7 @@
 //! names of processes and cgroups (kernstat-sources), and the pacing (interval.rs).
 
 use std::io::{self, Write};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use kernstat_bpf::runqlat::{Config, KeyKind, Runqlat};
@@ -20,27 +20,8 @@ use kernstat_sources::procs::comm_of;
 use kernstat_sources::Roots;
 
 use crate::cli::RunqlatArgs;
-use crate::interval::Ticker;
+use crate::interval::{clock, epoch_s, Ticker};
 use crate::signals::Signals;
-
-pub(crate) fn epoch_s() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
-pub(crate) fn clock() -> String {
-    let now = epoch_s() as i64;
-    // SAFETY: localtime_r writes into the tm we pass.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        let t: libc::time_t = now as libc::time_t;
-        libc::localtime_r(&t, &mut tm);
-        tm
-    };
-    format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
-}
 
 /// The flags' choices, checked.
 fn config(args: &RunqlatArgs) -> anyhow::Result<(Config, Split)> {
@@ -55,7 +36,7 @@ fn config(args: &RunqlatArgs) -> anyhow::Result<(Config, Split)> {
         crate::cli::usage!("choose one of --csv and --json");
     }
     if let Some(pid) = args.pid {
-        if !crate::cli::process_exists(pid) {
+        if !kernstat_sources::procs::process_exists(&Roots::default(), pid) {
             crate::cli::usage!("-p {pid}: no such process");
         }
     }

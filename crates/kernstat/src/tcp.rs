@@ -45,7 +45,7 @@ pub fn run(args: &TcpArgs) -> anyhow::Result<i32> {
         }
         if args.json {
             let v = serde_json::json!({
-                "timestamp": crate::runqlat::epoch_s(),
+                "timestamp": kernstat_os::interval::epoch_s(),
                 "retransmits": sockets.iter().map(|s| s.count).sum::<u64>(),
                 "processes": procs.iter().map(|(pid, comm, n)| serde_json::json!({"pid": pid, "comm": comm, "retransmits": n})).collect::<Vec<_>>(),
                 "groups": per_group.iter().map(|(g, n)| serde_json::json!({"cgroup": g, "retransmits": n})).collect::<Vec<_>>(),

@@ -23,7 +23,9 @@ pub fn run(args: &WritesArgs) -> anyhow::Result<i32> {
     if args.pid.len() > 8 {
         crate::cli::usage!("-p: at most 8 processes");
     }
-    if let Some(pid) = args.pid.iter().find(|&&p| !crate::cli::process_exists(p)) {
+    if let Some(pid) = args.pid.iter().find(|&&p| {
+        !kernstat_sources::procs::process_exists(&kernstat_sources::Roots::default(), p)
+    }) {
         crate::cli::usage!("-p {pid}: no such process");
     }
     if let Some(c) = &args.comm {

@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("kernstat-collect", 3),
     ("kernstat-daemon", 3),
     ("kernstat-top", 4),
+    ("kernstat-bar", 4),
     ("kernstat-export", 4),
     ("kernstat-service", 4),
     ("kernstat-view", 4),

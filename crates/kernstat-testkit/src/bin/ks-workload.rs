@@ -65,6 +65,10 @@
 use std::io::Write;
 use std::time::Duration;
 
+#[path = "ks-workload/net.rs"]
+mod net;
+use net::{net_fill, net_recv, net_send};
+
 fn ready_and_wait() -> ! {
     wait_after("ready")
 }
@@ -372,167 +376,6 @@ fn main() {
             std::process::exit(2);
         }
     }
-}
-
-fn net_recv(args: &[String]) {
-    let kind = args.get(2).map(String::as_str).unwrap_or("");
-    let n = arg(args, 3, "N");
-    let mut buf = vec![0u8; 64 * 1024];
-    let (mut got, mut calls) = (0u64, 0u64);
-    let say = |line: String| {
-        let mut out = std::io::stdout();
-        let _ = writeln!(out, "{line}");
-        let _ = out.flush();
-    };
-    match kind {
-        "tcp" => {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            say(format!("ready {}", l.local_addr().unwrap().port()));
-            let (mut c, _) = l.accept().unwrap();
-            (got, calls) = read_stream(&mut c, n, &mut buf);
-        }
-        "udp" => {
-            let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-            say(format!("ready {}", u.local_addr().unwrap().port()));
-            u.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-            while got < n {
-                match u.recv(&mut buf) {
-                    Ok(k) => {
-                        got += k as u64;
-                        calls += 1;
-                    }
-                    Err(_) => break,
-                }
-            }
-        }
-        "unix" => {
-            let path = args.get(4).expect("net-recv unix N PATH");
-            let _ = std::fs::remove_file(path);
-            let l = std::os::unix::net::UnixListener::bind(path).unwrap();
-            say("ready 0".to_string());
-            let (mut c, _) = l.accept().unwrap();
-            (got, calls) = read_stream(&mut c, n, &mut buf);
-        }
-        other => panic!("ks-workload net-recv: unknown kind {other:?}"),
-    }
-    let line = format!("got {got} {calls}");
-    if args.iter().any(|a| a == "stay") {
-        wait_after(&line);
-    }
-    say(line);
-}
-
-/// Reads until `n` bytes came or the peer closed: (bytes, reads that returned some).
-fn read_stream(c: &mut impl std::io::Read, n: u64, buf: &mut [u8]) -> (u64, u64) {
-    let (mut got, mut calls) = (0u64, 0u64);
-    while got < n {
-        let k = c.read(buf).unwrap();
-        if k == 0 {
-            break;
-        }
-        got += k as u64;
-        calls += 1;
-    }
-    (got, calls)
-}
-
-fn net_fill(args: &[String]) -> ! {
-    let n = arg(args, 2, "N");
-    let size = arg(args, 3, "SIZE") as usize;
-    let data = vec![b'f'; size];
-    let mut fds = [0; 2];
-    // SAFETY: fds has room for the two descriptors.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    for _ in 0..n {
-        // SAFETY: this process has one thread; the child uses only async-signal-safe
-        // calls (prctl, socket, sendto, write, pause, _exit).
-        match unsafe { libc::fork() } {
-            0 => unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
-                let to = libc::sockaddr_in {
-                    sin_family: libc::AF_INET as libc::sa_family_t,
-                    sin_port: 9u16.to_be(),
-                    sin_addr: libc::in_addr {
-                        s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be(),
-                    },
-                    sin_zero: [0; 8],
-                };
-                let sent = libc::sendto(
-                    s,
-                    data.as_ptr().cast(),
-                    data.len(),
-                    0,
-                    (&to as *const libc::sockaddr_in).cast(),
-                    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-                );
-                let ok = [u8::from(sent == size as isize)];
-                libc::write(fds[1], ok.as_ptr().cast(), 1);
-                loop {
-                    libc::pause();
-                }
-            },
-            -1 => panic!("fork: {}", std::io::Error::last_os_error()),
-            _ => {}
-        }
-    }
-    let (mut sent, mut byte) = (0u64, [0u8]);
-    for _ in 0..n {
-        // SAFETY: one byte into a one-byte buffer.
-        assert_eq!(
-            unsafe { libc::read(fds[0], byte.as_mut_ptr().cast(), 1) },
-            1
-        );
-        sent += u64::from(byte[0]);
-    }
-    wait_after(&format!("ready {sent}"))
-}
-
-fn net_send(args: &[String]) {
-    let kind = args.get(2).map(String::as_str).unwrap_or("");
-    let to = args
-        .get(3)
-        .expect("net-send KIND PORT|PATH N CHUNK")
-        .clone();
-    let n = arg(args, 4, "N");
-    let chunk = arg(args, 5, "CHUNK").max(1) as usize;
-    let data = vec![b'k'; chunk];
-    let (mut sent, mut calls) = (0u64, 0u64);
-    let mut send = |f: &mut dyn FnMut(&[u8]) -> usize| {
-        while sent < n {
-            let want = chunk.min((n - sent) as usize);
-            sent += f(&data[..want]) as u64;
-            calls += 1;
-        }
-    };
-    match kind {
-        "tcp" => {
-            let mut c =
-                std::net::TcpStream::connect(("127.0.0.1", to.parse::<u16>().unwrap())).unwrap();
-            send(&mut |b| std::io::Write::write(&mut c, b).unwrap());
-        }
-        "udp" => {
-            let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-            u.connect(("127.0.0.1", to.parse::<u16>().unwrap()))
-                .unwrap();
-            // Paced a little, so that the receiver's buffer never overflows on loopback.
-            send(&mut |b| {
-                let k = u.send(b).unwrap();
-                std::thread::sleep(Duration::from_micros(50));
-                k
-            });
-        }
-        "unix" => {
-            let mut c = std::os::unix::net::UnixStream::connect(&to).unwrap();
-            send(&mut |b| std::io::Write::write(&mut c, b).unwrap());
-        }
-        other => panic!("ks-workload net-send: unknown kind {other:?}"),
-    }
-    let line = format!("sent {sent} {calls}");
-    if args.get(6).is_some_and(|a| a == "stay") {
-        wait_after(&line);
-    }
-    println!("{line}");
 }
 
 extern "C" fn vfork_child(_: *mut libc::c_void) -> libc::c_int {

@@ -18,7 +18,7 @@ use rustix::fs::{flock, inotify, openat, renameat, FlockOperation, Mode, OFlags,
 /// The runtime directory for kernstat's locks and sockets: $XDG_RUNTIME_DIR/kernstat,
 /// else /run/kernstat-root for root, else /tmp/kernstat-UID.
 pub fn runtime_dir() -> PathBuf {
-    kernstat_client::runtime::runtime_dir()
+    crate::runtime::runtime_dir()
 }
 
 /// FNV-1a: a stable name for a configuration (not security-relevant).
@@ -79,10 +79,10 @@ pub enum Role {
 }
 
 /// Takes the lock for `key`, or becomes a follower of whoever holds it.
-/// The runtime directory must be ours alone (see kernstat_client::runtime): an error
+/// The runtime directory must be ours alone (see crate::runtime): an error
 /// says why it is not, and the caller samples alone.
 pub fn claim(dir: &Path, key: &str) -> io::Result<Role> {
-    kernstat_client::runtime::prepare(dir, false)?;
+    crate::runtime::prepare(dir, false)?;
     let lock_path = dir.join(format!("bar-{key}.lock"));
     let out = dir.join(format!("bar-{key}.out"));
     let lock = private_file(&lock_path, OFlags::RDWR | OFlags::CREATE)?;
@@ -120,7 +120,7 @@ pub fn claim(dir: &Path, key: &str) -> io::Result<Role> {
 
 /// Opens a file of ours in the runtime directory: no links, regular files only.
 fn private_file(path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
-    kernstat_client::runtime::open_private_file(path, flags, 0o600)
+    crate::runtime::open_private_file(path, flags, 0o600)
 }
 
 /// The leader's current line, read through [`private_file`] (a FIFO or a link to

@@ -17,8 +17,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use kernstat_client::runtime;
-use kernstat_client::session::{runtime_dir, user_socket};
+use crate::runtime;
+use crate::session::{runtime_dir, user_socket};
 use rustix::fs::{FlockOperation, OFlags};
 
 /// Tells the spawned daemon which descriptor is the lock (see [`adopt_lock`]).

@@ -6,11 +6,63 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::cli::Format;
+/// How `get` prints values (the CLI's `--format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// Each value on its own line (strings bare; a provider's fields as field=value lines).
+    #[default]
+    Text,
+    /// One JSON object, key to value (null without one).
+    Json,
+    /// KS_KEY='value' lines sh, bash and zsh can eval (KS_GIT_BRANCH, KS_LOAD_ONE).
+    Shell,
+    /// `set -g KS_KEY 'value'` lines fish can eval.
+    Fish,
+    /// key<TAB>value lines.
+    Tsv,
+    /// key,value lines (RFC 4180 quoting).
+    Csv,
+}
+
+/// Every format: its name on the command line, and what it prints.
+pub const FORMATS: [(&str, Format, &str); 6] = [
+    (
+        "text",
+        Format::Text,
+        "each value on its own line (strings bare; a provider's fields as field=value lines)",
+    ),
+    (
+        "json",
+        Format::Json,
+        "one JSON object, key to value (null without one)",
+    ),
+    (
+        "shell",
+        Format::Shell,
+        "KS_KEY='value' lines sh, bash and zsh can eval (KS_GIT_BRANCH, KS_LOAD_ONE)",
+    ),
+    (
+        "fish",
+        Format::Fish,
+        "`set -g KS_KEY 'value'` lines fish can eval",
+    ),
+    ("tsv", Format::Tsv, "key<TAB>value lines"),
+    ("csv", Format::Csv, "key,value lines (RFC 4180 quoting)"),
+];
+
+impl Format {
+    /// The format named `name` (one of [`FORMATS`]).
+    pub fn by_name(name: &str) -> Option<Format> {
+        FORMATS
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, f, _)| *f)
+    }
+}
 
 /// A value as one line of text: strings bare, null empty, anything else as JSON.
 pub fn text(v: &Value) -> String {
-    kernstat_client::session::value_text(v)
+    crate::session::value_text(v)
 }
 
 /// The shell variable for `key`: `KS_` and the key upper-cased, anything but letters
