@@ -443,6 +443,19 @@ fn every_prompt_current(shell: &str, rc_name: &str, rc_body: &str, argv: &[&str]
         p.starts_with("<b10|false>"),
         "{shell}: after git commit: {p}"
     );
+    // An edit in the work tree alone (no git command): the index, HEAD and refs do
+    // not move, the file does.
+    for i in 1..=10 {
+        pane.send(&format!("clear; echo x{i} >> f; echo EDITED{i}"));
+        let p = after(&format!("EDITED{i}"));
+        assert!(p.starts_with("<b10|true>"), "{shell}: after edit {i}: {p}");
+        pane.send(&format!("clear; git checkout -q -- f; echo RESTORED{i}"));
+        let p = after(&format!("RESTORED{i}"));
+        assert!(
+            p.starts_with("<b10|false>"),
+            "{shell}: after restore {i}: {p}"
+        );
+    }
     pane.send("exit");
     drop(d);
 }

@@ -61,6 +61,9 @@ enum Dirs {
         git: Arc<OwnedFd>,
         common: Arc<OwnedFd>,
         branch_ref: Option<String>,
+        /// The work tree's top directory and the entries of it the stamp covers (see
+        /// `work_entries`), when the repository is small enough.
+        work: Option<(Arc<OwnedFd>, Arc<Vec<String>>)>,
     },
     Outside(Arc<Vec<OwnedFd>>),
 }

@@ -65,9 +65,9 @@ pub(super) fn stamping(
     branch_ref: Option<String>,
 ) -> Option<Stamping> {
     let dup = |w: &Walk| w.fd().try_clone_to_owned().ok();
-    match super::super::files::dirs(path, rights) {
-        Ok((git, common)) => {
-            let (g, c) = (git.path(), common.path());
+    match super::super::files::discover(path, rights) {
+        Ok(repo) => {
+            let (g, c) = (repo.git.path(), repo.common.path());
             let mut files = vec![
                 g.join("HEAD"),
                 g.join("index"),
@@ -77,13 +77,24 @@ pub(super) fn stamping(
             if let Some(r) = &branch_ref {
                 files.push(c.join(r));
             }
+            // The work tree's own files, for the daemon's own user only (another
+            // user's answers are kept current by the poll, see `counts.rs`).
+            let work = match rights {
+                Rights::Own => work_entries(&repo.git).and_then(|entries| {
+                    let top = repo.work.path();
+                    files.extend(entries.iter().map(|e| top.join(e)));
+                    Some((Arc::new(dup(&repo.work)?), Arc::new(entries)))
+                }),
+                _ => None,
+            };
             Some(Stamping {
-                local: is_local(&git),
+                local: is_local(&repo.git),
                 files,
                 dirs: Dirs::Repo {
-                    git: Arc::new(dup(&git)?),
-                    common: Arc::new(dup(&common)?),
+                    git: Arc::new(dup(&repo.git)?),
+                    common: Arc::new(dup(&repo.common)?),
                     branch_ref,
+                    work,
                 },
             })
         }
@@ -109,6 +120,47 @@ pub(super) fn stamping(
     }
 }
 
+/// At most this many work-tree entries (tracked files and the directories that hold
+/// them) are stamped: each is one `stat` for the daemon and for every prompt that reads
+/// the snapshot (~0.5 µs each here). A larger repository's work-tree edits reach the
+/// counts through the poll (docs/daemon.md).
+pub(super) const WORK_STAMP_MAX: usize = 128;
+/// An index larger than this holds more entries than are stamped: not read.
+const WORK_INDEX_MAX_BYTES: u64 = 64 * 1024;
+
+/// The work-tree entries a stamp covers, relative to the top: the top directory itself,
+/// each tracked file (an edit changes its size or times), and each directory holding
+/// one (a file created, removed or renamed there changes the directory's times). None
+/// when there are more than [`WORK_STAMP_MAX`], or the index cannot be read: then only
+/// the poll sees an edit.
+pub(super) fn work_entries(git: &Walk) -> Option<Vec<String>> {
+    let bytes = git
+        .read(std::path::Path::new("index"), WORK_INDEX_MAX_BYTES)
+        .ok()?;
+    let (state, _) = gix::index::State::from_bytes(
+        &bytes,
+        filetime::FileTime::zero(),
+        gix::hash::Kind::Sha1,
+        Default::default(),
+    )
+    .ok()?;
+    let mut entries = std::collections::BTreeSet::new();
+    entries.insert(".".to_string());
+    for e in state.entries() {
+        let rel = e.path(&state).to_string();
+        let mut dir = rel.as_str();
+        while let Some((parent, _)) = dir.rsplit_once('/') {
+            entries.insert(parent.to_string());
+            dir = parent;
+        }
+        entries.insert(rel);
+        if entries.len() > WORK_STAMP_MAX {
+            return None;
+        }
+    }
+    Some(entries.into_iter().collect())
+}
+
 /// Whether `stat` on this directory's file system answers without a server that could
 /// hang (network and FUSE file systems are checked in a job instead).
 pub(super) fn is_local(w: &Walk) -> bool {
@@ -131,7 +183,7 @@ pub(super) fn is_local(w: &Walk) -> bool {
 // The stat fields' types differ between architectures.
 #[allow(clippy::unnecessary_cast)]
 pub(super) fn stamp_of(s: &Stamping) -> Vec<u64> {
-    let mut out = Vec::with_capacity(24);
+    let mut out = Vec::with_capacity(24 + 4 * WORK_STAMP_MAX);
     let mut one = |dir: &OwnedFd, rel: &str| match rustix::fs::statat(
         dir.as_fd(),
         rel,
@@ -150,6 +202,7 @@ pub(super) fn stamp_of(s: &Stamping) -> Vec<u64> {
             git,
             common,
             branch_ref,
+            work,
         } => {
             one(git, "HEAD");
             one(git, "index");
@@ -157,6 +210,11 @@ pub(super) fn stamp_of(s: &Stamping) -> Vec<u64> {
             one(common, "logs/refs/stash");
             if let Some(r) = branch_ref {
                 one(common, r);
+            }
+            if let Some((top, entries)) = work {
+                for e in entries.iter() {
+                    one(top, e);
+                }
             }
         }
         Dirs::Outside(levels) => {
