@@ -96,7 +96,7 @@ pub struct DiskOp {
 }
 
 impl DiskOp {
-    /// The latency percentile `p` (0..100), µs.
+    /// The latency below which the fraction `p` (0..=1) of requests fall, µs.
     pub fn percentile_us(&self, p: f64) -> Option<f64> {
         self.hist.percentile(p)
     }

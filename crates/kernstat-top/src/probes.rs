@@ -1,5 +1,6 @@
 //! The probes `top` switches on and off by key: run-queue latency (bpf/runqlat.bpf.c,
-//! keyed per process) and write sizes (bpf/writes.bpf.c, per process). Loading attaches the programs; dropping the panel closes their
+//! keyed per process), write sizes (bpf/writes.bpf.c, per process) and block I/O
+//! latency (bpf/biolat.bpf.c, per device and operation). Loading attaches the programs; dropping the panel closes their
 //! links and descriptors, so the kernel unloads them at once (the test checks the
 //! program list).
 //!
@@ -10,8 +11,10 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use kernstat_bpf::biolat::Biolat;
 use kernstat_bpf::runqlat::{Config, KeyKind, Runqlat};
 use kernstat_bpf::stats::{prog_run_time, RunTimeStats};
+use kernstat_model::biolat::{since, DiskOp};
 use kernstat_model::hist::Hist;
 use kernstat_model::runqlat::Intervals;
 use kernstat_model::writes::{self as wr, Thresholds, Verdict};
@@ -170,6 +173,107 @@ fn writes_run_time(w: &kernstat_bpf::writes::Writes) -> u64 {
         .filter_map(|(_, fd)| {
             prog_run_time(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }).ok()
         })
+        .map(|s| s.run_time_ns)
+        .sum()
+}
+
+/// One device and operation in the disk panel.
+#[derive(Clone, Debug)]
+pub struct DiskRow {
+    /// The last interval's requests, bytes and latency histogram.
+    pub interval: DiskOp,
+    /// Requests completed since the panel opened.
+    pub total: u64,
+}
+
+/// Block I/O latency per device and operation: the last interval's requests and
+/// percentiles, and the requests since the panel opened (issue to completion, the
+/// request's own issue stamp read at completion: one hook).
+pub struct DiskPanel {
+    bio: Biolat,
+    names: kernstat_sources::block::BlockNames,
+    opened: Vec<DiskOp>,
+    before: Vec<DiskOp>,
+    _stats: Option<RunTimeStats>,
+    last_run_ns: u64,
+    last_at: Instant,
+    /// Every device and operation with a request since the panel opened: the busiest
+    /// in the last interval first.
+    pub rows: Vec<DiskRow>,
+    /// The last interval, seconds.
+    pub seconds: f64,
+    /// The programs' CPU time per wall time, percent of one core (None: statistics off).
+    pub cost_percent: Option<f64>,
+    /// "tp_btf" or "raw_tp".
+    pub attach: &'static str,
+}
+
+impl DiskPanel {
+    /// Loads and attaches the program; what it counted before now is the baseline.
+    pub fn open() -> anyhow::Result<Self> {
+        let bio = Biolat::load(&kernstat_bpf::biolat::Config::default())?;
+        let stats = RunTimeStats::enable().ok();
+        let mut names = kernstat_sources::block::BlockNames::default();
+        let first = bio.read(&mut |ma, mi| names.name(ma, mi))?;
+        let last_run_ns = disk_run_time(&bio);
+        Ok(DiskPanel {
+            attach: bio.attach_kind().as_str(),
+            bio,
+            names,
+            opened: first.clone(),
+            before: first,
+            _stats: stats,
+            last_run_ns,
+            last_at: Instant::now(),
+            rows: Vec::new(),
+            seconds: 0.0,
+            cost_percent: None,
+        })
+    }
+
+    /// Reads the interval since the previous call.
+    pub fn refresh(&mut self) -> anyhow::Result<()> {
+        let names = &mut self.names;
+        let now = self.bio.read(&mut |ma, mi| names.name(ma, mi))?;
+        let at = Instant::now();
+        self.seconds = at.duration_since(self.last_at).as_secs_f64();
+        let interval = since(&now, &self.before);
+        let totals = since(&now, &self.opened);
+        self.rows = interval
+            .into_iter()
+            .zip(totals)
+            .filter(|(_, t)| t.count > 0)
+            .map(|(interval, t)| DiskRow {
+                interval,
+                total: t.count,
+            })
+            .collect();
+        self.rows.sort_by(|a, b| {
+            b.interval
+                .count
+                .cmp(&a.interval.count)
+                .then(b.total.cmp(&a.total))
+                .then(a.interval.disk.cmp(&b.interval.disk))
+        });
+        self.before = now;
+        let run = disk_run_time(&self.bio);
+        self.cost_percent = (self._stats.is_some() && self.seconds > 0.0)
+            .then(|| run.saturating_sub(self.last_run_ns) as f64 / (self.seconds * 1e9) * 100.0);
+        self.last_run_ns = run;
+        self.last_at = at;
+        Ok(())
+    }
+
+    /// How many programs are attached (for the message line).
+    pub fn program_count(&self) -> usize {
+        self.bio.programs().len()
+    }
+}
+
+fn disk_run_time(bio: &Biolat) -> u64 {
+    bio.programs()
+        .into_iter()
+        .filter_map(|(_, fd)| prog_run_time(fd).ok())
         .map(|s| s.run_time_ns)
         .sum()
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use kernstat_top::probes::{RunqPanel, WritesPanel};
+use kernstat_top::probes::{DiskPanel, RunqPanel, WritesPanel};
 use kernstat_top::sample::Sampler;
 use kernstat_top::view::SortKey;
 
@@ -30,6 +30,25 @@ pub(crate) fn toggle_runq(app: &mut App) {
             app.runq = Some(p);
         }
         Err(e) => app.message = Some(format!("run-queue latency needs BPF: {e:#}")),
+    }
+}
+
+pub(crate) fn toggle_disks(app: &mut App) {
+    if app.disks.take().is_some() {
+        app.message = Some("disk latency off: probe detached".into());
+        return;
+    }
+    match DiskPanel::open() {
+        Ok(p) => {
+            app.message = Some(format!(
+                "disk latency on ({}: {} program{})",
+                p.attach,
+                p.program_count(),
+                if p.program_count() == 1 { "" } else { "s" }
+            ));
+            app.disks = Some(p);
+        }
+        Err(e) => app.message = Some(format!("disk latency needs BPF: {e:#}")),
     }
 }
 
@@ -303,6 +322,7 @@ fn normal_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
         }
         KeyCode::Char('r') => toggle_runq(app),
         KeyCode::Char('w') => toggle_writes(app),
+        KeyCode::Char('D') => toggle_disks(app),
         KeyCode::Char('+') | KeyCode::Char('=') => step_delay(app, true),
         KeyCode::Char('-') => step_delay(app, false),
         KeyCode::Char('k') | KeyCode::F(9) => {

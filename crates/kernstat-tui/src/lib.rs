@@ -22,11 +22,11 @@ use crossterm::event::{self};
 
 use kernstat_os::signals::Signals;
 use kernstat_sources::TempSource;
-use kernstat_top::probes::{RunqPanel, WritesPanel};
+use kernstat_top::probes::{DiskPanel, RunqPanel, WritesPanel};
 use kernstat_top::replay::Replay;
 use kernstat_top::sample::{Machine, Sampler};
 use kernstat_top::view::{SortKey, View};
-use keys::{handle, toggle_runq, toggle_writes};
+use keys::{handle, toggle_disks, toggle_runq, toggle_writes};
 use report::{pending_signals, Pending, Report};
 
 /// What `kernstat top` was asked for.
@@ -51,6 +51,8 @@ pub struct TopOptions {
     pub runqlat: bool,
     /// Open the write-size panel at start.
     pub writes: bool,
+    /// Open the disk-latency panel at start.
+    pub disks: bool,
     /// Stop after this many refreshes.
     pub iterations: Option<u64>,
     /// Print each refresh's cost split on stderr at the end (`--report`).
@@ -101,6 +103,7 @@ pub(crate) struct App {
     pub threads: bool,
     pub runq: Option<RunqPanel>,
     pub writes: Option<WritesPanel>,
+    pub disks: Option<DiskPanel>,
     pub cgroups: Option<kernstat_top::cgroups::CgroupPanel>,
     /// Why the run-queue panel could not open, or the last action's result.
     pub message: Option<String>,
@@ -140,6 +143,7 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
         threads: false,
         runq: None,
         writes: None,
+        disks: None,
         cgroups: None,
         message: None,
         cost_percent: None,
@@ -161,6 +165,9 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
     }
     if args.writes {
         toggle_writes(&mut app);
+    }
+    if args.disks {
+        toggle_disks(&mut app);
     }
     let mut screen = term::Screen::enter()?;
     let mut refreshes = 0u64;
@@ -195,6 +202,12 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
         if let Some(panel) = &app.runq {
             for p in app.view.procs.iter_mut() {
                 p.runq_p99_us = panel.p99.get(&p.tgid).copied();
+            }
+        }
+        if let Some(panel) = app.disks.as_mut() {
+            if let Err(e) = panel.refresh() {
+                app.message = Some(format!("disk latency: {e:#}; panel off"));
+                app.disks = None;
             }
         }
         if let Some(panel) = app.writes.as_mut() {

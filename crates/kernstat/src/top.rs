@@ -43,6 +43,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         temp: args.temp.clone(),
         runqlat: args.runqlat,
         writes: args.writes,
+        disks: args.disks,
         iterations: args.iterations,
         report: args.report,
         replay,

@@ -193,33 +193,44 @@ impl Prometheus {
             ),
         )
         .unwrap();
-        let port = free_port();
-        let child = Command::new("prometheus")
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--enable-feature=native-histograms")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start prometheus");
-        let p = Prometheus {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-            _dir: dir,
-        };
-        let t = Instant::now();
-        while ureq::get(&format!("{}/-/ready", p.base)).call().is_err() {
-            assert!(
-                t.elapsed() < Duration::from_secs(30),
-                "prometheus not ready"
-            );
-            std::thread::sleep(Duration::from_millis(100));
+        // The port is free when chosen, but another process may take it (as the source
+        // port of a connection) before Prometheus binds it: then Prometheus exits, and
+        // another port is tried.
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = Command::new("prometheus")
+                .arg(format!("--config.file={}", cfg.display()))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    dir.path().join("data").display()
+                ))
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .arg("--enable-feature=native-histograms")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start prometheus");
+            let base = format!("http://127.0.0.1:{port}");
+            let t = Instant::now();
+            loop {
+                if ureq::get(&format!("{base}/-/ready")).call().is_ok() {
+                    return Prometheus {
+                        child,
+                        base,
+                        _dir: dir,
+                    };
+                }
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                assert!(
+                    t.elapsed() < Duration::from_secs(30),
+                    "prometheus not ready"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
-        p
+        panic!("prometheus exited at start five times (no free port?)");
     }
 
     /// An instant query at `time` (unix seconds): each result's labels and value.

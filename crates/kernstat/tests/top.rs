@@ -630,6 +630,47 @@ fn kernel_programs() -> Vec<(u64, String)> {
         .collect()
 }
 
+/// The disk panel counts what /proc/diskstats counts: 2,000 O_DIRECT 4 KiB writes to a
+/// loop device of the test's own are 2,000 write requests (±1 %) since the panel opened.
+#[test]
+fn the_disk_panel_counts_direct_writes_as_diskstats_does() {
+    let Some(_serial) = usable() else { return };
+    if !kernstat_testkit::bpf_gate() || !kernstat_testkit::tool_gate("losetup") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lo = kernstat_testkit::LoopDevice::new(64);
+    let pane = top(dir.path(), "-d 1 --disks", &[], (160, 60));
+    pane.wait_for("the disk panel", &|s| {
+        s.contains("disk latency, last interval") && s.contains("SINCE ON")
+    });
+    let before = lo.writes_completed();
+    lo.write_direct(2000);
+    let kernel = lo.writes_completed() - before;
+    assert!(kernel >= 2000, "/proc/diskstats counted {kernel} writes");
+    let name = lo.name().to_string();
+    let since_on = |s: &str| -> Option<u64> {
+        s.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.len() > 2 && f[0] == name && f[1] == "write")
+            .and_then(|f| f.last()?.parse().ok())
+    };
+    let s = pane.wait_for("the loop device's writes, all of them", &|s| {
+        since_on(s).is_some_and(|n| n * 100 >= kernel * 99)
+    });
+    let shown = since_on(&s).unwrap();
+    assert!(
+        shown.abs_diff(kernel) * 100 <= kernel,
+        "the panel counted {shown} writes, /proc/diskstats {kernel}:\n{s}"
+    );
+    pane.keys(&["D"]);
+    pane.wait_for("the panel gone", &|s| {
+        s.contains("disk latency off: probe detached") && !s.contains("SINCE ON")
+    });
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+}
+
 /// The programs `ids` are gone from the kernel (not only from top's descriptors) within
 /// a few seconds.
 fn assert_programs_unloaded(ids: &[u64]) {

@@ -176,6 +176,11 @@ pub(super) fn header_lines(app: &App, width: u16, max_core_rows: usize) -> Vec<L
             let _ = write!(c, " + writes probe {p:.3}%");
         }
     }
+    if let Some(d) = &app.disks {
+        if let Some(p) = d.cost_percent {
+            let _ = write!(c, " + disk probe {p:.3}%");
+        }
+    }
     lines.push(Line::styled(
         c,
         Style::default().add_modifier(Modifier::DIM),

@@ -22,7 +22,7 @@ use ratatui::Frame;
 
 use crate::{App, Mode, SIGNALS};
 use header::header_lines;
-use panels::{draw_cgroups, runq_panel, writes_panel};
+use panels::{disks_panel, draw_cgroups, runq_panel, writes_panel};
 use table::draw_table;
 
 /// Draws the whole screen and records where the table is (for the mouse).
@@ -40,10 +40,15 @@ pub(crate) fn draw(f: &mut Frame, app: &mut App) {
     } else {
         0
     };
-    let [head, panel, wpanel, table_area, footer] = Layout::vertical([
+    let disks_h = match &app.disks {
+        Some(d) => (d.rows.len() as u16 + 2).clamp(3, (area.height / 5).max(3)),
+        None => 0,
+    };
+    let [head, panel, wpanel, dpanel, table_area, footer] = Layout::vertical([
         Constraint::Length(header.len() as u16),
         Constraint::Length(runq_h),
         Constraint::Length(writes_h),
+        Constraint::Length(disks_h),
         Constraint::Min(3),
         Constraint::Length(1),
     ])
@@ -54,6 +59,9 @@ pub(crate) fn draw(f: &mut Frame, app: &mut App) {
     }
     if app.writes.is_some() {
         writes_panel(app, f, wpanel);
+    }
+    if app.disks.is_some() {
+        disks_panel(app, f, dpanel);
     }
     if matches!(app.mode, Mode::Cgroups | Mode::CgroupFilter) && app.cgroups.is_some() {
         draw_cgroups(f, app, table_area);
@@ -104,7 +112,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
                     "t:next sample  T:previous  b:jump to a time  ?:help  /:filter  F5:tree  P/M:sort  q:quit",
                 ),
                 (None, None) => s.push_str(
-                    "?:help  /:filter  t:tree  P/M/T:sort  k:signal  C:cgroups  r:run-queue latency  w:write sizes  q:quit",
+                    "?:help  /:filter  t:tree  P/M/T:sort  k:signal  C:cgroups  r:run-queue  w:writes  D:disks  q:quit",
                 ),
             }
             s
@@ -155,6 +163,10 @@ pub(crate) const HELP: &[(&str, &str)] = &[
     (
         "w",
         "write-size panel and WCALL/s, SMALL% columns (loads the BPF probe; off detaches it)",
+    ),
+    (
+        "D",
+        "disk latency panel: requests, p50 and p99 per device and operation (loads the BPF probe)",
     ),
     (
         "k (F9)",

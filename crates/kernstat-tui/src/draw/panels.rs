@@ -115,6 +115,49 @@ pub(super) fn writes_panel(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(lines), inner);
 }
 
+/// Block I/O per device and operation: the last interval's requests per second, MB/s,
+/// 50th and 99th percentile latency, errors, and the requests since the panel opened.
+pub(super) fn disks_panel(app: &App, f: &mut Frame, area: Rect) {
+    let Some(d) = &app.disks else { return };
+    let total: u64 = d.rows.iter().map(|r| r.interval.count).sum();
+    let per_s = |n: f64| if d.seconds > 0.0 { n / d.seconds } else { 0.0 };
+    let title = format!(
+        " disk latency, last interval: {:.0} requests/s, issue to completion  ({}) ",
+        per_s(total as f64),
+        d.attach
+    );
+    let block = Block::default().borders(Borders::TOP).title(title);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let mut lines = vec![Line::styled(
+        format!(
+            "{:<14} {:<8} {:>9} {:>9} {:>10} {:>10} {:>6} {:>10}",
+            "DISK", "OP", "REQ/s", "MB/s", "P50", "P99", "ERR", "SINCE ON"
+        ),
+        Style::default().add_modifier(Modifier::BOLD),
+    )];
+    let latency = |us: Option<f64>| match us {
+        Some(v) if v >= 1000.0 => format!("{:.1} ms", v / 1000.0),
+        Some(v) => format!("{v:.0} µs"),
+        None => "-".into(),
+    };
+    for r in d.rows.iter().take(inner.height.saturating_sub(1) as usize) {
+        let i = &r.interval;
+        lines.push(Line::raw(format!(
+            "{:<14} {:<8} {:>9.0} {:>9.2} {:>10} {:>10} {:>6} {:>10}",
+            super::printable(&i.disk),
+            i.op.name(),
+            per_s(i.count as f64),
+            per_s(i.bytes as f64) / 1e6,
+            latency(i.percentile_us(0.50)),
+            latency(i.percentile_us(0.99)),
+            i.errors,
+            r.total
+        )));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
 /// The cgroup view: a tree of groups with their figures over the interval.
 pub(super) fn draw_cgroups(f: &mut Frame, app: &mut App, area: Rect) {
     let height = area.height.saturating_sub(1) as usize;

@@ -217,6 +217,9 @@ pub struct TopArgs {
     /// Start with the write-size panel on (key w).
     #[arg(long)]
     pub writes: bool,
+    /// Start with the disk-latency panel on (key D).
+    #[arg(long)]
+    pub disks: bool,
     /// Leave after this many refreshes (for benchmarks and scripts).
     #[arg(short = 'n', long, value_name = "N")]
     pub iterations: Option<u64>,

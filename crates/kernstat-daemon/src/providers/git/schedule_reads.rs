@@ -122,9 +122,10 @@ pub(super) fn stamping(
 
 /// At most this many work-tree entries (tracked files and the directories that hold
 /// them) are stamped: each is one `stat` for the daemon and for every prompt that reads
-/// the snapshot (~0.5 µs each here). A larger repository's work-tree edits reach the
-/// counts through the poll (docs/daemon.md).
-pub(super) const WORK_STAMP_MAX: usize = 128;
+/// the snapshot (0.6-0.8 µs each here, a C loop of lstat over 128 files: 64 entries add
+/// ~50 µs to a prompt). A larger repository's work-tree edits reach the counts through
+/// the poll (docs/limits.md).
+pub(super) const WORK_STAMP_MAX: usize = 64;
 /// An index larger than this holds more entries than are stamped: not read.
 const WORK_INDEX_MAX_BYTES: u64 = 64 * 1024;
 
