@@ -89,12 +89,17 @@ impl RunqPanel {
     }
 }
 
-fn run_time(rq: &Runqlat) -> u64 {
-    rq.programs()
+/// The summed run time of `programs` (BPF run-time statistics), ns.
+fn programs_run_time(programs: Vec<(&'static str, std::os::fd::BorrowedFd<'_>)>) -> u64 {
+    programs
         .into_iter()
         .filter_map(|(_, fd)| prog_run_time(fd).ok())
         .map(|s| s.run_time_ns)
         .sum()
+}
+
+fn run_time(rq: &Runqlat) -> u64 {
+    programs_run_time(rq.programs())
 }
 
 /// Write calls per process over the last interval: how many, and how many were small.
@@ -271,9 +276,5 @@ impl DiskPanel {
 }
 
 fn disk_run_time(bio: &Biolat) -> u64 {
-    bio.programs()
-        .into_iter()
-        .filter_map(|(_, fd)| prog_run_time(fd).ok())
-        .map(|s| s.run_time_ns)
-        .sum()
+    programs_run_time(bio.programs())
 }
