@@ -467,8 +467,9 @@ section_burst() {
 # Issue 11's figures: the CPU of one read from shared memory vs the socket (client and
 # daemon; `kernstat get` as a process beside /bin/true is section shm), and a zsh prompt render showing
 # git.branch, git.dirty and load.one (median of 200 precmd runs timed with
-# $EPOCHREALTIME): kernstat's hook vs three $(kernstat get) vs three $(comb get) when
-# beachcomber is installed. The daemons and the shells are pinned to CPU 0.
+# $EPOCHREALTIME): kernstat's hook (in an empty repository, and at the work-tree stamp's
+# bound of 64 entries) vs three $(kernstat get) vs three $(comb get) when beachcomber is
+# installed. The daemons and the shells are pinned to CPU 0.
 section_prompt() {
   echo "== one read: shared memory vs socket (pinned to CPU 0)"
   local dir ks; dir=$(mktemp -d); ks=$(realpath "$K")
@@ -495,6 +496,11 @@ section_prompt() {
     three_gets() { a=$($K get --socket $S git.branch); b=$($K get --socket $S git.dirty); c=$($K get --socket $S load.one); }
     one_comb() { a=$($comb get git.branch git.dirty load.one); }
     median _ks_precmd "kernstat zsh hook"
+    # At the work-tree stamp bound: 63 tracked files and the top (64 stats a prompt).
+    for i in {1..63}; do print $i > f$i; done
+    git add -A && git -c user.name=b -c user.email=b@b commit -qm files
+    $K get --socket $S git.dirty >/dev/null; sleep 2.5
+    median _ks_precmd "kernstat zsh hook, 63 tracked files"
     median one_get "one \$(kernstat get K1 K2 K3)"
     median three_gets "three \$(kernstat get K)"
     [[ -n $comb ]] && median one_comb "one \$(comb get K1 K2 K3) (beachcomber)"
