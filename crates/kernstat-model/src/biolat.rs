@@ -229,9 +229,9 @@ impl Part {
             "count": p.count,
             "bytes": p.bytes,
             "errors": p.errors,
-            "p50": pct(50.0),
-            "p90": pct(90.0),
-            "p99": pct(99.0),
+            "p50": pct(0.50),
+            "p90": pct(0.90),
+            "p99": pct(0.99),
             "buckets": h.log2(),
         })
     }
@@ -240,6 +240,33 @@ impl Part {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentiles_are_of_the_histogram_not_its_largest_bucket() {
+        let mut h = Hist::default();
+        for _ in 0..98 {
+            h.record(10);
+        }
+        h.record(100_000);
+        h.record(100_000);
+        let p = Part {
+            label: String::new(),
+            disk: "loop0".into(),
+            op: Some(BioOp::Write),
+            flags: None,
+            hist: h,
+            count: 100,
+            bytes: 409_600,
+            errors: 0,
+        };
+        let v = p.json(false);
+        let (p50, p99) = (v["p50"].as_f64().unwrap(), v["p99"].as_f64().unwrap());
+        assert!(p50 < 20.0, "p50 {p50} µs is in the 8-16 µs bucket");
+        assert!(
+            p99 > 60_000.0,
+            "p99 {p99} µs is in the slowest requests' bucket"
+        );
+    }
 
     #[test]
     fn names_and_devices() {

@@ -163,7 +163,7 @@ pub fn model(prev: &TcpSample, cur: &TcpSample) -> Option<TcpModel> {
             .map(|p| (p.remote.to_string(), p.count))
             .collect(),
         connects: h.count(),
-        connect_p50_ms: h.percentile(50.0).map(|v| v / 1e3),
-        connect_p99_ms: h.percentile(99.0).map(|v| v / 1e3),
+        connect_p50_ms: h.percentile(0.50).map(|v| v / 1e3),
+        connect_p99_ms: h.percentile(0.99).map(|v| v / 1e3),
     })
 }

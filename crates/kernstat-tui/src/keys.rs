@@ -373,6 +373,7 @@ fn replay_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
         }
         KeyCode::Char('r')
         | KeyCode::Char('w')
+        | KeyCode::Char('D')
         | KeyCode::Char('H')
         | KeyCode::Char('+')
         | KeyCode::Char('=')

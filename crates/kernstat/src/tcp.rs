@@ -53,8 +53,8 @@ pub fn run(args: &TcpArgs) -> anyhow::Result<i32> {
                 "sockets": sockets,
                 "connect_latency": {
                     "count": hist.count(),
-                    "p50_us": hist.percentile(50.0),
-                    "p99_us": hist.percentile(99.0),
+                    "p50_us": hist.percentile(0.50),
+                    "p99_us": hist.percentile(0.99),
                     "buckets": hist.log2(),
                 },
                 "connects": connects,

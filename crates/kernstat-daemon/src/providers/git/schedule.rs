@@ -1,7 +1,7 @@
 //! When git keys are computed: on first request; again when a request finds the
-//! repository changed since (HEAD, index, the branch's ref, packed-refs and the stash
-//! log, compared by `stat`: a prompt drawn right after `git checkout` shows the new
-//! branch); on inotify events from the repository (a user daemon: `watch` streams and
+//! repository changed since (HEAD, index, the branch's ref, packed-refs, the stash
+//! log and, in a repository of at most 64 tracked files, those files, compared by
+//! `stat`: a prompt drawn right after `git checkout` or an edit shows it); on inotify events from the repository (a user daemon: `watch` streams and
 //! the shared-memory snapshot follow changes nobody asked about yet); on a poll timer
 //! as a fallback; forgotten when nobody asked for a while; backed off when they fail.
 //! The slow counts (ahead/behind, status) are kept fresh only for paths whose counts
@@ -266,8 +266,9 @@ impl GitPaths {
         }
         // The counts again only when the repository moved since the counts in the cache
         // were made (`counts_of`: a count that finished, not one that started): `git
-        // add` and `git commit` move the index, so the next prompt's dirty and staged are
-        // current; edits in the work tree alone reach them through the poll.
+        // add` and `git commit` move the index, and an edit moves a tracked file's stamp
+        // (in a repository of at most 64 tracked files), so the next prompt's dirty and
+        // staged are current; other work-tree changes reach them through the poll.
         let current = |me: &Self| {
             me.lock()
                 .get(&scope)

@@ -81,14 +81,21 @@ pub(super) fn stamping(
             // user's answers are kept current by the poll, see `counts.rs`).
             let work = match rights {
                 Rights::Own => work_entries(&repo.git).and_then(|entries| {
+                    // The descriptor first: the paths published must be the ones stamped.
+                    let fd = Arc::new(dup(&repo.work)?);
                     let top = repo.work.path();
                     files.extend(entries.iter().map(|e| top.join(e)));
-                    Some((Arc::new(dup(&repo.work)?), Arc::new(entries)))
+                    Some((fd, Arc::new(entries)))
                 }),
                 _ => None,
             };
+            // Every directory stamped on the asking thread must answer `stat` without a
+            // server (a linked worktree may sit on another file system than its .git).
+            let local = is_local(&repo.git)
+                && is_local(&repo.common)
+                && (work.is_none() || is_local(&repo.work));
             Some(Stamping {
-                local: is_local(&repo.git),
+                local,
                 files,
                 dirs: Dirs::Repo {
                     git: Arc::new(dup(&repo.git)?),
@@ -120,20 +127,22 @@ pub(super) fn stamping(
     }
 }
 
-/// At most this many work-tree entries (tracked files and the directories that hold
-/// them) are stamped: each is one `stat` for the daemon and for every prompt that reads
-/// the snapshot (0.6-0.8 µs each here, a C loop of lstat over 128 files: 64 entries add
-/// ~50 µs to a prompt). A larger repository's work-tree edits reach the counts through
-/// the poll (docs/limits.md).
+/// At most this many tracked files are stamped: each is one `stat` for the daemon and
+/// for every prompt that reads the snapshot (0.6-0.8 µs each here, a C loop of lstat over
+/// 128 files; the zsh hook took 175 µs with 63 tracked files, 80 µs in an empty
+/// repository). A larger repository's work-tree edits reach the counts through the poll
+/// (docs/limits.md).
 pub(super) const WORK_STAMP_MAX: usize = 64;
 /// An index larger than this holds more entries than are stamped: not read.
 const WORK_INDEX_MAX_BYTES: u64 = 64 * 1024;
 
-/// The work-tree entries a stamp covers, relative to the top: the top directory itself,
-/// each tracked file (an edit changes its size or times), and each directory holding
-/// one (a file created, removed or renamed there changes the directory's times). None
-/// when there are more than [`WORK_STAMP_MAX`], or the index cannot be read: then only
-/// the poll sees an edit.
+/// The tracked files a stamp covers, relative to the top: an edit changes a file's size
+/// or times, and removing it makes its `stat` fail. Directories are left out on purpose:
+/// their times move whenever any file is created in them (a shell's history lock in a
+/// repository at $HOME), which would recount on every prompt; a new untracked file is
+/// seen by the poll. None (only the poll sees edits) when there are more than
+/// [`WORK_STAMP_MAX`], the index cannot be read or is split (the shared part holds the
+/// rest), or a path is not UTF-8 (it could not be named to the reader).
 pub(super) fn work_entries(git: &Walk) -> Option<Vec<String>> {
     let bytes = git
         .read(std::path::Path::new("index"), WORK_INDEX_MAX_BYTES)
@@ -145,21 +154,14 @@ pub(super) fn work_entries(git: &Walk) -> Option<Vec<String>> {
         Default::default(),
     )
     .ok()?;
-    let mut entries = std::collections::BTreeSet::new();
-    entries.insert(".".to_string());
-    for e in state.entries() {
-        let rel = e.path(&state).to_string();
-        let mut dir = rel.as_str();
-        while let Some((parent, _)) = dir.rsplit_once('/') {
-            entries.insert(parent.to_string());
-            dir = parent;
-        }
-        entries.insert(rel);
-        if entries.len() > WORK_STAMP_MAX {
-            return None;
-        }
+    if state.link().is_some() || state.entries().len() > WORK_STAMP_MAX {
+        return None;
     }
-    Some(entries.into_iter().collect())
+    state
+        .entries()
+        .iter()
+        .map(|e| std::str::from_utf8(e.path(&state)).ok().map(str::to_string))
+        .collect()
 }
 
 /// Whether `stat` on this directory's file system answers without a server that could
