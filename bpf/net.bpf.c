@@ -126,13 +126,17 @@ static __always_inline struct ks_net_val *admit(struct ks_net_key *key, __u32 ui
 		/* No room to count this user (4,096 users have sent since loading):
 		 * admitted without a share rather than refused for good. */
 		if (held) {
-			__u64 gone;
+			__u64 gone, before;
 
 			freed = bpf_map_lookup_elem(&freed_for, &uid);
 			gone = freed ? *freed : 0;
-			if (*held > gone && *held - gone >= uid_share)
+			/* Taken first and given back when over: a check then an add let
+			 * several CPUs pass the same last free place at once. */
+			before = __sync_fetch_and_add(held, 1);
+			if (before > gone && before - gone >= uid_share) {
+				__sync_fetch_and_add(held, -1);
 				return NULL;
-			__sync_fetch_and_add(held, 1);
+			}
 		}
 	}
 	bpf_get_current_comm(zero.comm, sizeof(zero.comm));

@@ -243,7 +243,12 @@ impl Net {
             }
             let key = (p.pid, p.start_ns);
             let n = calls(&p.counters);
-            let unchanged = self.gone_before.iter().any(|&(k, c)| k == key && c == n);
+            // Sorted below: a binary search, not a scan per gone process (churn makes
+            // both lists long).
+            let unchanged = self
+                .gone_before
+                .binary_search_by_key(&key, |&(k, _)| k)
+                .is_ok_and(|i| self.gone_before[i].1 == n);
             if unchanged {
                 let raw = ks_net_key {
                     tgid: p.pid,
@@ -264,6 +269,7 @@ impl Net {
                 gone_now.push((key, n));
             }
         }
+        gone_now.sort_unstable_by_key(|&(k, _)| k);
         self.gone_now = std::mem::replace(&mut self.gone_before, gone_now);
     }
 

@@ -59,8 +59,7 @@ pub struct RecorderState {
 impl RecorderState {
     /// One line for the daemon's start: where, how often, what the archive holds.
     pub fn describe(&self) -> String {
-        let mut size = String::new();
-        let _ = kernstat_render::human::bytes(&mut size, self.bytes as f64);
+        let size = kernstat_render::human::bytes_string(self.bytes as f64);
         let held = match (self.first_unix_ns, self.last_unix_ns) {
             (Some(a), Some(b)) => format!(
                 "it holds {} to {}, {size}",

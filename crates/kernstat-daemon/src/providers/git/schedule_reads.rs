@@ -96,7 +96,7 @@ pub(super) fn stamping(
                 && (work.is_none() || is_local(&repo.work));
             Some(Stamping {
                 local,
-                files,
+                files: Arc::new(files),
                 dirs: Dirs::Repo {
                     git: Arc::new(dup(&repo.git)?),
                     common: Arc::new(dup(&repo.common)?),
@@ -120,7 +120,7 @@ pub(super) fn stamping(
             }
             Some(Stamping {
                 local,
-                files,
+                files: Arc::new(files),
                 dirs: Dirs::Outside(Arc::new(levels)),
             })
         }
@@ -237,7 +237,7 @@ pub(super) fn publish_stamp(h: &Hub, scope: &str, p: &GitPath) {
     let Some(s) = p.stamping.as_ref().filter(|_| p.rights.uid().is_none()) else {
         return;
     };
-    let v = serde_json::json!({ "files": s.files, "stamp": p.stamp, "counts_of": p.counts_of });
+    let v = serde_json::json!({ "files": &*s.files, "stamp": p.stamp, "counts_of": p.counts_of });
     h.cache.put(
         STAMP_KEY,
         Some(scope),
