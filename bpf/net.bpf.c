@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * net.bpf.c: every send and receive on a socket, counted for the process that made it
- * (the caller's tgid), in payload bytes and calls, by direction and by kind (TCP, UDP,
- * Unix, other). /proc has no per-process network counter; this is the one hot-path
- * hook kernstat adds for it, so it does the least work: the current task's key, one
- * per-CPU hash lookup, four additions.
+ * (the caller's thread group), in payload bytes and calls, by direction and by kind
+ * (TCP, UDP, Unix, other). /proc has no per-process network counter; this is the one
+ * hot-path hook kernstat adds for it, so it does the least work: the group leader's
+ * task-local storage (a pointer kept in the task: no hashing), two atomic additions.
  *
  * Two attachments, chosen by userspace:
  *  - tp_btf on sock:sock_send_length and sock:sock_recv_length (Linux 6.3+), which
@@ -16,40 +16,55 @@
  *    __sock_sendmsg where it exists (6.1.56+ call it directly from the syscalls and
  *    write(2); userspace sets the target), else sock_sendmsg. Same calls, same context.
  * A receive with MSG_PEEK moves nothing and is not counted (the tracepoint's own rule).
- * Entries stay after a process exits, until userspace has read their last values.
+ *
+ * Reading: a task iterator (`net_walk`) writes each live process's storage. When the
+ * last thread of a process exits, its counters are copied to `exited`, where userspace
+ * reads them until it has seen them twice, then deletes them: a process that lived and
+ * died between two reads is counted whole.
+ *
+ * The counters were first kept in a per-CPU hash keyed by (tgid, start time): 121-248
+ * ns an event here, of which the hash lookup was ~60 ns, and 1 KiB writes ran at 0.90
+ * of their speed (docs/measured.md, section `net`). Task storage needs no key and no
+ * table that one user can fill: every live process has its own counters. The atomic
+ * additions are needed because the threads of one process share them.
  */
 #include "kernel.h"
 #include "compat.bpf.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "net.h"
+#include "net_live.bpf.h"
 #include "pidns.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* 8,192 processes that used a socket within two samples. Reading the map walks every
- * bucket: measured in `bar --bench` (fastest of 1,000 samples), 16,384 entries added
- * 14 us to a 90 us sample, 4,096 added 5 us. Processes beyond it, or beyond their
+/* Each live process that used a socket: its counters, on its group leader
+ * (`net_live`, net_live.bpf.h). */
+
+/* 8,192 processes that ended since userspace last read them twice. Reading the map walks
+ * every bucket: measured in `bar --bench` (fastest of 1,000 samples), 16,384 entries
+ * added 14 us to a 90 us sample, 4,096 added 5 us. Processes beyond it, or beyond their
  * user's share, are counted per user in `crowded`. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
 	__type(key, struct ks_net_key);
 	__type(value, struct ks_net_val);
-} procs SEC(".maps");
+} exited SEC(".maps");
 
 /* The reader's pid namespace in a container (pidns.bpf.h); 0 in the initial one. */
 const volatile __u32 reader_pidns_inum = 0;
 
-/* Entries one user other than root may hold at once (userspace sets it: a quarter of
- * `procs`), so that one user forking thousands of processes that each send a datagram
- * cannot leave everyone else's processes without a slot (security finding N8). Past
- * it, the user's new processes are counted together, per user, in `crowded`. */
+/* Entries of `exited` one user other than root may hold at once (userspace sets it: a
+ * quarter of the map), so that one user whose thousands of processes each send a
+ * datagram and exit cannot leave everyone else's exits without a slot (security finding
+ * N8). Past it, the user's processes are counted together, per user, in `crowded`. */
 const volatile __u32 uid_share = 2048;
 
 /* Entries each user holds: those added (counted here, by this program only) less those
- * userspace deleted after the process exited (`freed_for`, written by userspace only).
- * One writer each, so no update is lost to a race between the two. */
+ * userspace deleted (`freed_for`, written by userspace only). One writer each, so no
+ * update is lost to a race between the two. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -64,8 +79,8 @@ struct {
 	__type(value, __u64);
 } freed_for SEC(".maps");
 
-/* Bytes of processes without a slot of their own, per user: the machine's totals stay
- * whole. */
+/* Bytes of processes without an entry of their own (no storage given, or no place in
+ * `exited`), per user: the machine's totals stay whole. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 1024);
@@ -84,9 +99,14 @@ struct {
 /* Sends and receives not counted per process (in `crowded` or `uncounted` instead). */
 __u64 overflow = 0;
 
+/* Entries ever inserted into `exited`: userspace, which counts its deletes, reads the
+ * map only when it is not empty. */
+__u64 exited_added = 0;
+
 /* Referenced so that their BTF (and so the Rust types) are emitted. */
 struct ks_net_key _ks_net_key_type = {};
 struct ks_net_val _ks_net_val_type = {};
+struct ks_net_proc _ks_net_proc_type = {};
 enum ks_net_kind _ks_net_kind_type = 0;
 enum ks_net_dir _ks_net_dir_type = 0;
 
@@ -109,12 +129,95 @@ static __always_inline __u32 kind_of(struct sock *sk)
 	return KS_NET_OTHER;
 }
 
-/* A slot in `procs` for a process not seen yet, if its user has room and the map has. */
-static __always_inline struct ks_net_val *admit(struct ks_net_key *key, __u32 uid)
+/* The user's shared counters, for a process without an entry of its own; `calls` of
+ * its sends and receives are counted in `overflow`. */
+static __always_inline struct ks_net_val *crowded_of(__u32 uid, __u64 calls)
 {
-	struct ks_net_val zero = {};
-	__u64 *held = NULL;
+	struct ks_net_val *v;
+	__u32 zero_key = 0;
 
+	__sync_fetch_and_add(&overflow, calls);
+	v = bpf_map_lookup_elem(&crowded, &uid);
+	if (!v) {
+		struct ks_net_val zero = {};
+
+		zero.uid = uid;
+		bpf_map_update_elem(&crowded, &uid, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&crowded, &uid);
+	}
+	if (!v)
+		v = bpf_map_lookup_elem(&uncounted, &zero_key);
+	return v;
+}
+
+/* The storage of a process's first send or receive: its key, name and owner. NULL when
+ * the kernel gives none (memory, or another storage operation on this CPU). */
+static __always_inline struct ks_net_proc *admit(struct task_struct *leader)
+{
+	struct ks_net_proc init = {};
+	struct ks_net_proc *p;
+
+	/* In a container: its own processes only, by the pids it sees (0: not counted). */
+	init.key.tgid = reader_pidns_inum ? ks_ns_pid(leader, reader_pidns_inum, true)
+					  : leader->tgid;
+	init.key.start_ns = leader->start_time;
+	init.val.uid = (__u32)bpf_get_current_uid_gid();
+	__builtin_memcpy(init.val.comm, leader->comm, KS_NET_COMM_LEN);
+	p = bpf_task_storage_get(&net_live, leader, &init, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* Another thread of the process created it a moment ago on another CPU. */
+	if (!p)
+		p = bpf_task_storage_get(&net_live, leader, 0, 0);
+	return p;
+}
+
+static __always_inline void count(struct sock *sk, int ret, __u32 dir)
+{
+	struct task_struct *leader;
+	struct ks_net_proc *p;
+	struct ks_net_val *v;
+	__u32 kind;
+
+	if (ret <= 0 || !sk)
+		return;
+	leader = bpf_get_current_task_btf()->group_leader;
+	kind = kind_of(sk) & 3;
+	p = bpf_task_storage_get(&net_live, leader, 0, 0);
+	if (!p) {
+		p = admit(leader);
+		if (!p) {
+			v = crowded_of((__u32)bpf_get_current_uid_gid(), 1);
+			if (v) {
+				v->bytes[dir & 1][kind] += ret;
+				v->calls[dir & 1][kind] += 1;
+			}
+			return;
+		}
+	}
+	if (!p->key.tgid)
+		return;
+	/* The only thread of its process (no other can appear while this one is here, as
+	 * only it could clone one): nobody else adds to these counters, so plain additions
+	 * do (two locked additions were ~10 ns of a ~70 ns event here). */
+	if (leader->signal->nr_threads == 1) {
+		p->val.bytes[dir & 1][kind] += ret;
+		p->val.calls[dir & 1][kind] += 1;
+		return;
+	}
+	__sync_fetch_and_add(&p->val.bytes[dir & 1][kind], ret);
+	__sync_fetch_and_add(&p->val.calls[dir & 1][kind], 1);
+}
+
+/* A place in `exited` for `key`, if its user has room and the map has. */
+static __always_inline struct ks_net_val *exited_slot(struct ks_net_key *key,
+						      struct ks_net_val *val)
+{
+	__u32 uid = val->uid;
+	__u64 *held = NULL;
+	struct ks_net_val *v;
+
+	v = bpf_map_lookup_elem(&exited, key);
+	if (v)
+		return v; /* another thread of the dying process was here first */
 	if (uid) {
 		__u64 none = 0, *freed;
 
@@ -123,8 +226,8 @@ static __always_inline struct ks_net_val *admit(struct ks_net_key *key, __u32 ui
 			bpf_map_update_elem(&added_by, &uid, &none, BPF_NOEXIST);
 			held = bpf_map_lookup_elem(&added_by, &uid);
 		}
-		/* No room to count this user (4,096 users have sent since loading):
-		 * admitted without a share rather than refused for good. */
+		/* No room to count this user (4,096 users have had exits counted since
+		 * loading): admitted without a share rather than refused for good. */
 		if (held) {
 			__u64 gone, before;
 
@@ -139,68 +242,79 @@ static __always_inline struct ks_net_val *admit(struct ks_net_key *key, __u32 ui
 			}
 		}
 	}
-	bpf_get_current_comm(zero.comm, sizeof(zero.comm));
-	zero.uid = uid;
-	/* Not inserted (the map is full, or another thread of the process inserted it a
-	 * moment ago on another CPU): this insert holds no entry, so it gives its count
-	 * back either way. */
-	if (bpf_map_update_elem(&procs, key, &zero, BPF_NOEXIST)) {
+	/* Not inserted (the map is full, or another exiting thread inserted it a moment
+	 * ago on another CPU): this insert holds no entry, so it gives its count back. */
+	if (bpf_map_update_elem(&exited, key, val, BPF_NOEXIST)) {
 		if (held)
 			__sync_fetch_and_add(held, -1);
+	} else {
+		__sync_fetch_and_add(&exited_added, 1);
 	}
-	return bpf_map_lookup_elem(&procs, key);
+	return bpf_map_lookup_elem(&exited, key);
 }
 
-/* The user's shared counters, for a process without a slot of its own. */
-static __always_inline struct ks_net_val *crowded_of(__u32 uid)
+static __always_inline void add_val(struct ks_net_val *to, struct ks_net_val *from)
 {
-	struct ks_net_val *v;
-	__u32 zero_key = 0;
-
-	__sync_fetch_and_add(&overflow, 1);
-	v = bpf_map_lookup_elem(&crowded, &uid);
-	if (!v) {
-		struct ks_net_val zero = {};
-
-		zero.uid = uid;
-		bpf_map_update_elem(&crowded, &uid, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&crowded, &uid);
-	}
-	if (!v)
-		v = bpf_map_lookup_elem(&uncounted, &zero_key);
-	return v;
+	for (int d = 0; d < 2; d++)
+		for (int k = 0; k < KS_NET_NKINDS; k++) {
+			to->bytes[d][k] += from->bytes[d][k];
+			to->calls[d][k] += from->calls[d][k];
+		}
 }
 
-static __always_inline void count(struct sock *sk, int ret, __u32 dir)
+static __always_inline __u64 calls_of(struct ks_net_val *v)
 {
-	struct task_struct *task;
-	struct ks_net_key key = {};
-	struct ks_net_val *v;
-	__u32 kind, uid;
+	__u64 n = 0;
 
-	if (ret <= 0 || !sk)
-		return;
-	task = bpf_get_current_task_btf();
-	key.tgid = task->tgid;
-	if (reader_pidns_inum) {
-		/* In a container: its own processes only, by the pids it sees. */
-		key.tgid = ks_ns_pid(task, reader_pidns_inum, true);
-		if (!key.tgid)
-			return;
+	for (int d = 0; d < 2; d++)
+		for (int k = 0; k < KS_NET_NKINDS; k++)
+			n += v->calls[d][k];
+	return n;
+}
+
+/* The last thread of a process is exiting: nothing of it sends any more, and its
+ * storage goes when its leader is freed. Its totals go to `exited` (or to its user's
+ * shared counters), copied whole: several threads that exit at once may each see the
+ * group dead, and each copies the same final values. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(net_exit, struct task_struct *task)
+{
+	struct ks_net_proc *p;
+	struct ks_net_val *v;
+
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0; /* not the last thread */
+	p = bpf_task_storage_get(&net_live, task->group_leader, 0, 0);
+	if (!p || !p->key.tgid)
+		return 0;
+	v = exited_slot(&p->key, &p->val);
+	if (v) {
+		__builtin_memcpy(v, &p->val, sizeof(*v));
+		return 0;
 	}
-	key.start_ns = task->group_leader->start_time;
-	kind = kind_of(sk) & 3;
-	v = bpf_map_lookup_elem(&procs, &key);
-	if (!v) {
-		uid = (__u32)bpf_get_current_uid_gid();
-		v = admit(&key, uid);
-		if (!v)
-			v = crowded_of(uid);
-		if (!v)
-			return;
-	}
-	v->bytes[dir & 1][kind] += ret;
-	v->calls[dir & 1][kind] += 1;
+	/* Moved to the user's counters once only, by the thread that takes the key. */
+	if (!__sync_lock_test_and_set(&p->key.tgid, 0))
+		return 0;
+	v = crowded_of(p->val.uid, calls_of(&p->val));
+	if (v)
+		add_val(v, &p->val);
+	return 0;
+}
+
+/* Each live process with counters, once per walk, when the iterator reaches its leader. */
+SEC("iter/task")
+int net_walk(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct ks_net_proc *p;
+
+	if (!task || task->group_leader != task)
+		return 0;
+	p = bpf_task_storage_get(&net_live, task, 0, 0);
+	if (!p || !p->key.tgid)
+		return 0;
+	bpf_seq_write(ctx->meta->seq, p, sizeof(*p));
+	return 0;
 }
 
 /* --- Linux 6.3+: the socket layer's tracepoints ----------------------------------- */

@@ -31,13 +31,21 @@ struct ks_net_key {
 	__u64 start_ns;
 };
 
-/* Per CPU (the map is per-CPU: no atomics on the hot path); userspace adds the CPUs. */
+/* One process's counters since it first used a socket. */
 struct ks_net_val {
 	__u64 bytes[2][KS_NET_NKINDS]; /* [dir][kind] */
 	__u64 calls[2][KS_NET_NKINDS];
-	char comm[KS_NET_COMM_LEN]; /* when first seen (the name an exited one keeps) */
-	__u32 uid; /* the owner when first seen (on that CPU's slot; the others are 0) */
+	char comm[KS_NET_COMM_LEN]; /* the leader's when first seen (the name an exited one keeps) */
+	__u32 uid; /* the owner when first seen */
 	__u32 _pad;
+};
+
+/* What a live process carries in task-local storage (on its group leader), and what the
+ * iterator writes for it: its key and counters. key.tgid 0: a process without a pid in
+ * the reader's namespace, not counted. */
+struct ks_net_proc {
+	struct ks_net_key key;
+	struct ks_net_val val;
 };
 
 #endif /* KERNSTAT_NET_H */

@@ -25,12 +25,18 @@
  *
  * In a container (a pid namespace of its own) the iterator walks only the namespace's
  * tasks, and the exit hook credits only those too (reader_pidns_*), so busy time is the
- * container's. */
+ * container's.
+ *
+ * Per-process network: net.bpf.c keeps each process's socket counters in task-local
+ * storage of its leader. When userspace loads it, it gives it this object's `net_live`
+ * map, and the walk writes those counters after the process's record: the network
+ * figures cost no second walk of the task list. Without net.bpf.c the map stays empty. */
 #include "kernel.h"
 #include "compat.bpf.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "sampler.h"
+#include "net_live.bpf.h"
 #include "pidns.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -134,6 +140,7 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	struct signal_struct *sig;
 	struct ks_proc_rec rec;
 	struct group_sum g = {};
+	struct ks_net_proc *net;
 	char state;
 
 	if (!task) {
@@ -183,6 +190,14 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	rec.run_delay_ns = g.run_delay;
 	__builtin_memcpy(rec.comm, task->comm, KS_COMM_LEN);
 	bpf_seq_write(seq, &rec, sizeof(rec));
+
+	net = bpf_task_storage_get(&net_live, task, 0, 0);
+	if (net && net->key.tgid) {
+		__u8 header[8] = { KS_REC_NET };
+
+		bpf_seq_write(seq, header, sizeof(header));
+		bpf_seq_write(seq, net, sizeof(*net));
+	}
 	return 0;
 }
 

@@ -12,6 +12,9 @@
 /* The first byte of every record says which record it is. */
 enum ks_rec_kind {
 	KS_REC_PROC = 1,
+	/* An 8-byte header (this kind, then zeroes), then the process's struct
+	 * ks_net_proc (net.h): its network counters, right after its KS_REC_PROC. */
+	KS_REC_NET = 2,
 };
 
 enum ks_proc_flags {

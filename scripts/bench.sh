@@ -604,6 +604,17 @@ iperf_bps() {
 import json, sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])'
 }
 
+# One iperf3 run of $1-byte writes; the run time per event of process $3's programs
+# $4 (send) and $5 (receive), printed as $2's.
+per_event() {
+  local st sc rt rc
+  iperf_bps 5 "$1" >/dev/null
+  read -r st sc < <(prog_total "$4" "$3")
+  read -r rt rc < <(prog_total "$5" "$3")
+  awk -v l="$1" -v who="$2" -v st="$st" -v sc="$sc" -v rt="$rt" -v rc="$rc" 'BEGIN {
+    if (sc && rc) printf "-l %s: %s: send %.1f ns x %d, receive %.1f ns x %d\n", l, who, st/sc, sc, rt/rc, rc }'
+}
+
 # Per-process network: the hooks' cost per send and receive, iperf3's throughput with
 # and without them, and nethogs beside kernstat on the same transfer.
 section_net() {
@@ -617,12 +628,16 @@ section_net() {
     $K bar --no-lock --interval 2 >/dev/null &
     p=$!
     sleep 1
-    iperf_bps 5 $len >/dev/null
-    read -r st sc < <(prog_total tp_send $p)
-    read -r rt rc < <(prog_total tp_recv $p)
-    awk -v l=$len -v st="$st" -v sc="$sc" -v rt="$rt" -v rc="$rc" 'BEGIN {
-      printf "-l %s: send %.1f ns x %d, receive %.1f ns x %d\n", l, st/sc, sc, rt/rc, rc }'
+    per_event "$len" kernstat $p tp_send tp_recv
     kill $p; wait $p 2>/dev/null || true
+    if command -v bpftrace >/dev/null; then
+      # The peer on the same tracepoints: bpftrace's cheapest per-event program.
+      bpftrace -e 'tracepoint:sock:sock_send_length { @s = count(); } tracepoint:sock:sock_recv_length { @r = count(); }' >/dev/null 2>&1 &
+      p=$!
+      sleep 3
+      per_event "$len" "bpftrace count()" $p sock_send_lengt sock_recv_lengt
+      kill -INT $p; wait $p 2>/dev/null || true
+    fi
   done
   sysctl -qw kernel.bpf_stats_enabled=0
   echo "== iperf3 throughput with kernstat's hooks attached (kernstat bar running) vs without: 7 alternating 3 s runs, medians (Gbit/s)"
@@ -642,6 +657,7 @@ section_net() {
     awk -v l=$len -v b="$b" -v w="$w" 'BEGIN {
       printf "-l %s: without %.2f  with %.2f  ratio %.3f\n", l, b/1e9, w/1e9, w/b }'
   done
+  command -v nethogs >/dev/null || { echo "== nethogs is not installed"; kill $srv; wait $srv 2>/dev/null || true; return; }
   echo "== nethogs vs kernstat on one iperf3 transfer (10 s at 2 Gbit/s over loopback): bytes attributed, CPU used"
   local dir np kp m0 m1 n0 n1 k0 k1 t0 t1 h0 h1
   dir=$(mktemp -d)
@@ -678,7 +694,7 @@ print(f"kernstat, every process's TCP payload in the window: {tx:.0f} B sent ({t
 PY
   awk -v n=$((n1 - n0)) -v k=$((k1 - k0)) -v h=$((h1 - h0)) -v t=$((t1 - t0)) 'BEGIN {
     printf "CPU over the window: nethogs %.3f%% of one core; kernstat daemon %.3f%% + its hooks %.3f%% = %.3f%%\n", n/t*100, k/t*100, h/t*100, (k+h)/t*100 }'
-  kill $srv; wait $srv 2>/dev/null || true
+  kill $srv 2>/dev/null; wait $srv 2>/dev/null || true
   rm -rf "$dir"
 }
 

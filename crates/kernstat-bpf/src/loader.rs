@@ -207,3 +207,22 @@ pub fn reader_pid_namespace() -> Option<u32> {
     let inum = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
     (inum != PROC_PID_INIT_INO).then_some(inum as u32)
 }
+
+/// Runs one walk of the iterator `link` into `buf` (grown, by doubling, when the walk
+/// is longer than ever before: the only allocation); returns the bytes written.
+pub fn read_iterator(link: &libbpf_rs::Link, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut iter = libbpf_rs::Iter::new(link).map_err(std::io::Error::other)?;
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize((buf.len() * 2).max(4096), 0);
+        }
+        match iter.read(&mut buf[len..]) {
+            Ok(0) => return Ok(len),
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,5 +1,6 @@
 //! Per-process network bytes (bpf/net.bpf.c): choose the attachment, load, attach, read
-//! the per-(process, start time) counters, forget the processes that are gone.
+//! the live processes' counters (a task iterator over their task-local storage) and the
+//! exited ones' (a hash map), forget the exited once read twice.
 //!
 //! The socket layer's tracepoints (Linux 6.3+) are tried first; an older kernel gets
 //! fexit on the send and receive functions ([`send_function`], sock_recvmsg), where
@@ -7,13 +8,14 @@
 //! the caller's context, so the attribution is the same: the process that called. The
 //! counters are cumulative; callers take intervals by difference.
 //!
-//! The map is per-CPU (no atomics on the send path), and libbpf-rs refuses batched
-//! lookups of per-CPU maps, so [`PercpuBatch`] calls `bpf_map_lookup_batch` itself: one
-//! system call per 1024 processes, where a lookup per key would be two per process.
+//! The maps of processes that exited (and the per-user overflow) are read by
+//! [`Batch`], which calls `bpf_map_lookup_batch` itself (libbpf-rs refuses batched
+//! lookups of per-CPU maps): one system call per 1024 entries, where a lookup per key
+//! would be two per entry.
 
 use std::io;
 use std::mem::size_of;
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{MapCore, MapFlags};
@@ -25,7 +27,7 @@ use kernstat_model::raw::Comm;
 
 use crate::kernel::Attach;
 use crate::loader::{load_skel, log_tail, LoadError};
-use crate::skel::net::types::{ks_net_key, ks_net_val};
+use crate::skel::net::types::{ks_net_key, ks_net_proc, ks_net_val};
 use crate::skel::net::{NetSkel, NetSkelBuilder};
 
 // The model's four kinds are the generated type's (bpf/net.h), checked at build time.
@@ -36,7 +38,15 @@ const _: () = assert!(unsafe { std::mem::zeroed::<ks_net_val>() }.bytes[0].len()
 pub struct Net {
     skel: NetSkel<'static>,
     attach: Attach,
-    batch: PercpuBatch,
+    /// The live processes' records, as the iterator wrote them (kept between reads).
+    walk: Vec<u8>,
+    /// The exited processes' map.
+    batch: Batch,
+    /// Entries the exited map held at the last read.
+    exited_entries: u64,
+    /// Entries this reader deleted from it: when the kernel has added as many, the map
+    /// is empty and is not read.
+    deleted: u64,
     /// Processes found gone at the last read, with their calls then: deleted at the
     /// next read if still gone and unchanged (so their last bytes were read once).
     gone_before: Vec<(ProcKey, u64)>,
@@ -44,7 +54,7 @@ pub struct Net {
     /// its steady state).
     gone_now: Vec<(ProcKey, u64)>,
     /// The per-user overflow map (read only once something overflowed).
-    crowded: PercpuBatch,
+    crowded: Batch,
     /// Entries deleted per user since loading (uid, entries), sorted: the kernel's
     /// `freed_for`, so that exits free room in a user's share.
     freed: Vec<(u32, u64)>,
@@ -72,8 +82,19 @@ fn send_function() -> &'static str {
     }
 }
 
-fn open_and_load(attach: Attach) -> Result<NetSkel<'static>, LoadError> {
+fn open_and_load(
+    attach: Attach,
+    share: Option<BorrowedFd<'_>>,
+) -> Result<NetSkel<'static>, LoadError> {
     load_skel(NetSkelBuilder::default(), "net", |open| {
+        if let Some(fd) = share {
+            // Both objects call the map `net_live`: a reused map takes the name the
+            // kernel has for it, and the skeleton finds its maps by name.
+            open.maps
+                .net_live
+                .reuse_fd(fd)
+                .map_err(|e| crate::loader::failed("sharing the sampler's storage", e))?;
+        }
         if let Some(inum) = crate::loader::reader_pid_namespace() {
             open.maps
                 .rodata_data
@@ -83,9 +104,11 @@ fn open_and_load(attach: Attach) -> Result<NetSkel<'static>, LoadError> {
         }
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
+            // The send and receive hooks come in two forms; the iterator and the exit
+            // hook are the same for both.
             let wanted = match attach {
-                Attach::TpBtf => name.starts_with("tp_"),
-                _ => name.starts_with("fx_"),
+                Attach::TpBtf => !name.starts_with("fx_"),
+                _ => !name.starts_with("tp_"),
             };
             prog.set_autoload(wanted);
             if wanted && name == "fx_send" {
@@ -101,6 +124,13 @@ impl Net {
     /// Loads and attaches: the tracepoints if the kernel has them, else fexit.
     /// `force_fexit` skips the tracepoints (to test that path where both work).
     pub fn load(force_fexit: bool) -> Result<Self, LoadError> {
+        Self::load_with(force_fexit, None)
+    }
+
+    /// Loads with the counters in `share` (the sampler's `net_live`, see
+    /// [`crate::sampler::Sampler::net_storage`]), so that the sampler's walk reads them:
+    /// then [`Net::read_with`] takes its records instead of walking the tasks again.
+    pub fn load_with(force_fexit: bool, share: Option<BorrowedFd<'_>>) -> Result<Self, LoadError> {
         let mut first_error = None;
         let order: &[Attach] = if force_fexit {
             &[Attach::Fexit]
@@ -112,14 +142,17 @@ impl Net {
             }
         };
         for &attach in order {
-            match open_and_load(attach) {
+            match open_and_load(attach, share) {
                 Ok(skel) => {
-                    let batch = PercpuBatch::new(&skel.maps.procs, BATCH)?;
-                    let crowded = PercpuBatch::new(&skel.maps.crowded, 64)?;
+                    let batch = Batch::new(&skel.maps.exited, BATCH, false);
+                    let crowded = Batch::new(&skel.maps.crowded, 64, true);
                     return Ok(Net {
                         skel,
                         attach,
+                        walk: vec![0; 64 * size_of::<ks_net_proc>()],
                         batch,
+                        exited_entries: 0,
+                        deleted: 0,
                         gone_before: Vec::new(),
                         gone_now: Vec::new(),
                         crowded,
@@ -157,40 +190,100 @@ impl Net {
         Attribution::Caller
     }
 
-    /// Reads every process's counters into `out` (procs and lost; links are not ours),
-    /// then forgets the processes `alive(pid, start_ns)` says are gone, once they were
+    /// Reads every process's counters into `out` (procs and lost; links are not ours):
+    /// the live ones from their storage, the exited ones from their map (a process
+    /// that just exited can be in both, with the same counters: it is listed once).
+    /// Then forgets the exited that `alive(pid, start_ns)` says are gone, once they were
     /// gone and unchanged at two reads in a row (their last bytes were reported).
     pub fn read(
         &mut self,
         out: &mut NetSample,
         alive: impl Fn(u32, u64) -> bool,
     ) -> io::Result<()> {
-        out.attribution = Some(self.attribution());
         out.procs.clear();
-        out.lost = self.skel.maps.bss_data.as_deref().map_or(0, |b| b.overflow);
-        let ncpus = self.batch.ncpus;
-        let stride = self.batch.stride;
-        self.batch.read(&self.skel.maps.procs, |k, v| {
-            if k.len() < size_of::<ks_net_key>() {
-                return;
-            }
-            // SAFETY: length checked; plain old data in the generated layout.
-            let key: ks_net_key = unsafe { std::ptr::read_unaligned(k.as_ptr().cast()) };
-            let (counters, comm, uid) = sum_cpus(v, ncpus, stride);
-            out.procs.push(NetProcSample {
-                pid: key.tgid,
-                start_ns: key.start_ns,
-                comm,
-                uid,
-                counters,
-            });
-        })?;
+        let len = self.read_walk()?;
+        out.procs.extend(
+            self.walk[..len]
+                .chunks_exact(size_of::<ks_net_proc>())
+                .filter_map(live_record),
+        );
+        self.read_exited(out, alive)
+    }
+
+    /// As [`Net::read`], with the live processes' counters as the sampler's walk wrote
+    /// them (when loaded with its storage: [`Net::load_with`]).
+    pub fn read_with(
+        &mut self,
+        out: &mut NetSample,
+        alive: impl Fn(u32, u64) -> bool,
+        live: &[NetProcSample],
+    ) -> io::Result<()> {
+        out.procs.clear();
+        out.procs.extend_from_slice(live);
+        self.read_exited(out, alive)
+    }
+
+    /// Adds the exited processes to the live ones in `out.procs`, and the rest.
+    fn read_exited(
+        &mut self,
+        out: &mut NetSample,
+        alive: impl Fn(u32, u64) -> bool,
+    ) -> io::Result<()> {
+        out.attribution = Some(self.attribution());
+        let bss = self.skel.maps.bss_data.as_deref();
+        out.lost = bss.map_or(0, |b| b.overflow);
+        let added = bss.map_or(u64::MAX, |b| b.exited_added);
+        let (ncpus, stride) = (self.batch.ncpus, self.batch.stride);
+        let mut exited = 0;
+        // Empty (every entry the kernel added, this reader deleted): nothing to read.
+        // An exit copies its process here before the process leaves the task list, so
+        // one that left before the walk was counted in `added` before this look.
+        let empty = added == self.deleted;
+        if !empty {
+            self.batch.read(&self.skel.maps.exited, |k, v| {
+                if k.len() < size_of::<ks_net_key>() {
+                    return;
+                }
+                exited += 1;
+                // SAFETY: length checked; plain old data in the generated layout.
+                let key: ks_net_key = unsafe { std::ptr::read_unaligned(k.as_ptr().cast()) };
+                let (counters, comm, uid) = sum_cpus(v, ncpus, stride);
+                out.procs.push(NetProcSample {
+                    pid: key.tgid,
+                    start_ns: key.start_ns,
+                    comm,
+                    uid,
+                    counters,
+                });
+            })?;
+        }
+        self.exited_entries = exited;
         out.procs.sort_unstable_by_key(|p| (p.pid, p.start_ns));
+        // A process whose last thread exited but which is not reaped yet: its storage
+        // and its exited copy. Counters only grow, so the larger is the later.
+        out.procs.dedup_by(|later, kept| {
+            let same = (later.pid, later.start_ns) == (kept.pid, kept.start_ns);
+            if same && calls(&later.counters) > calls(&kept.counters) {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
         if out.lost > 0 {
             self.read_crowded(out)?;
         }
         self.forget_gone(out, alive);
         Ok(())
+    }
+
+    /// Runs one walk of the iterator into `self.walk`; returns the bytes written.
+    fn read_walk(&mut self) -> io::Result<usize> {
+        let link = self
+            .skel
+            .links
+            .net_walk
+            .as_ref()
+            .expect("attach() created the iterator link");
+        crate::loader::read_iterator(link, &mut self.walk)
     }
 
     /// The per-user counters of processes without an entry of their own.
@@ -232,7 +325,6 @@ impl Net {
     /// Deletes the entries of processes gone at two reads in a row, and tells the
     /// kernel how many of each user's it deleted (root's are not limited nor counted).
     fn forget_gone(&mut self, sample: &NetSample, alive: impl Fn(u32, u64) -> bool) {
-        let calls = |c: &NetCounters| -> u64 { c.rx_calls.iter().chain(c.tx_calls.iter()).sum() };
         let mut gone_now = std::mem::take(&mut self.gone_now);
         gone_now.clear();
         // Sized with the table read: it grows only when the table does.
@@ -255,15 +347,13 @@ impl Net {
                     _pad: 0,
                     start_ns: p.start_ns,
                 };
-                // SAFETY: plain old data viewed as bytes, for the key's exact size.
-                let bytes = unsafe {
-                    std::slice::from_raw_parts(
-                        (&raw as *const ks_net_key).cast::<u8>(),
-                        size_of::<ks_net_key>(),
-                    )
-                };
-                if self.skel.maps.procs.delete(bytes).is_ok() && p.uid != 0 {
-                    self.free(p.uid);
+                let bytes = as_bytes(&raw);
+                // A live process's storage is not in the map: nothing to delete.
+                if self.skel.maps.exited.delete(bytes).is_ok() {
+                    self.deleted += 1;
+                    if p.uid != 0 {
+                        self.free(p.uid);
+                    }
                 }
             } else {
                 gone_now.push((key, n));
@@ -291,9 +381,14 @@ impl Net {
         );
     }
 
-    /// Processes the map holds at most.
+    /// Exited processes the map holds at most.
     pub fn capacity(&self) -> u64 {
-        u64::from(self.skel.maps.procs.max_entries())
+        u64::from(self.skel.maps.exited.max_entries())
+    }
+
+    /// Exited processes the map held at the last read.
+    pub fn exited_entries(&self) -> u64 {
+        self.exited_entries
     }
 
     /// The loaded programs' names and fds (valid while `self` lives), for BPF run-time
@@ -301,6 +396,38 @@ impl Net {
     pub fn programs(&self) -> Vec<(String, RawFd)> {
         crate::loader::program_fds(self.skel.object())
     }
+}
+
+/// A live process's counters as an iterator wrote them (a `struct ks_net_proc`).
+pub(crate) fn live_record(rec: &[u8]) -> Option<NetProcSample> {
+    if rec.len() < LIVE_RECORD {
+        return None;
+    }
+    // SAFETY: length checked; plain old data in the generated layout.
+    let p: ks_net_proc = unsafe { std::ptr::read_unaligned(rec.as_ptr().cast()) };
+    let (counters, comm, uid) = sum_cpus(as_bytes(&p.val), 1, size_of::<ks_net_val>());
+    Some(NetProcSample {
+        pid: p.key.tgid,
+        start_ns: p.key.start_ns,
+        comm,
+        uid,
+        counters,
+    })
+}
+
+/// Bytes of one live record.
+pub(crate) const LIVE_RECORD: usize = size_of::<ks_net_proc>();
+
+/// All sends' and receives' calls: counters only grow, so of two readings of one process
+/// the one with more is the later.
+fn calls(c: &NetCounters) -> u64 {
+    c.rx_calls.iter().chain(c.tx_calls.iter()).sum()
+}
+
+/// Plain old data viewed as its bytes.
+fn as_bytes<T>(v: &T) -> &[u8] {
+    // SAFETY: any initialised value can be read as bytes for its exact size.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }
 }
 
 /// One entry's counters summed over the CPUs' slots, its name and its owner (each
@@ -333,10 +460,10 @@ fn sum_cpus(v: &[u8], ncpus: usize, stride: usize) -> (NetCounters, Comm, u32) {
     (c, comm, uid)
 }
 
-/// Batched reads of a per-CPU hash map (`bpf_map_lookup_batch`), buffers kept between
-/// reads. Each value arrives as one slot per possible CPU, each slot rounded up to 8
-/// bytes (the kernel's layout for per-CPU values).
-struct PercpuBatch {
+/// Batched reads of a hash map (`bpf_map_lookup_batch`), buffers kept between reads.
+/// A per-CPU map's value arrives as one slot per possible CPU, each slot rounded up to 8
+/// bytes (the kernel's layout for per-CPU values); a plain map's as one slot.
+struct Batch {
     ncpus: usize,
     stride: usize,
     key_size: usize,
@@ -347,20 +474,28 @@ struct PercpuBatch {
 
 const BATCH: usize = 1024;
 
-impl PercpuBatch {
+impl Batch {
     /// Buffers for `batch` entries at a time.
-    fn new(map: &libbpf_rs::Map<'_>, batch: usize) -> Result<Self, LoadError> {
-        let ncpus = libbpf_rs::num_possible_cpus().unwrap_or(1).max(1);
-        let stride = (map.value_size() as usize).div_ceil(8) * 8;
+    fn new(map: &libbpf_rs::Map<'_>, batch: usize, per_cpu: bool) -> Self {
+        let ncpus = if per_cpu {
+            libbpf_rs::num_possible_cpus().unwrap_or(1).max(1)
+        } else {
+            1
+        };
+        let stride = if per_cpu {
+            (map.value_size() as usize).div_ceil(8) * 8
+        } else {
+            map.value_size() as usize
+        };
         let key_size = map.key_size() as usize;
-        Ok(PercpuBatch {
+        Batch {
             ncpus,
             stride,
             key_size,
             batch,
             keys: vec![0; batch * key_size],
             values: vec![0; batch * stride * ncpus],
-        })
+        }
     }
 
     /// Calls `each(key, all CPUs' values)` for every entry.

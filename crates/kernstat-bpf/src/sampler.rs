@@ -6,13 +6,13 @@
 //! reads), close it, and read the walk summary from the program's mmap-ed .bss. Nothing
 //! is allocated once the buffers have grown to the machine's size.
 
-use std::io::Read;
 use std::mem::size_of;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::ptr;
 
-use libbpf_rs::{Iter, Link};
+use libbpf_rs::Link;
 
+use kernstat_model::net::NetProcSample;
 use kernstat_model::{Comm, ProcSample, TaskTable};
 
 use crate::loader::{failed, load_skel, LoadError};
@@ -20,6 +20,9 @@ use crate::skel::sampler::types::{ks_proc_flags, ks_proc_rec, ks_rec_kind, ks_wa
 use crate::skel::sampler::{SamplerSkel, SamplerSkelBuilder};
 
 const REC_PROC: u8 = ks_rec_kind::KS_REC_PROC.0 as u8;
+const REC_NET: u8 = ks_rec_kind::KS_REC_NET.0 as u8;
+/// The network record's header: its kind, then zeroes.
+const NET_HEADER: usize = 8;
 const FLAG_KTHREAD: u8 = ks_proc_flags::KS_PROC_KTHREAD.0 as u8;
 const FLAG_PARTIAL: u8 = ks_proc_flags::KS_PROC_PARTIAL.0 as u8;
 const FLAG_D_THREAD: u8 = ks_proc_flags::KS_PROC_D_THREAD.0 as u8;
@@ -55,6 +58,9 @@ pub struct Sampler {
     skel: SamplerSkel<'static>,
     buf: Vec<u8>,
     page_size: u64,
+    /// The live processes' network counters the last walk wrote (when net.bpf.c shares
+    /// this sampler's storage), its buffer kept.
+    net: Vec<NetProcSample>,
 }
 
 impl std::fmt::Debug for Sampler {
@@ -84,6 +90,7 @@ impl Sampler {
             skel,
             buf: vec![0; 256 * 1024],
             page_size: if page > 0 { page as u64 } else { 4096 },
+            net: Vec::new(),
         };
         let mut warm = TaskTable::default();
         s.sample(&mut warm)
@@ -103,6 +110,7 @@ impl Sampler {
     pub fn sample(&mut self, table: &mut TaskTable) -> Result<WalkSummary, libbpf_rs::Error> {
         let len = self.read_walk()?;
         table.clear();
+        self.net.clear();
         let mut partial = 0;
         let mut off = 0;
         while off < len {
@@ -115,6 +123,13 @@ impl Sampler {
                     partial += (r.flags & FLAG_PARTIAL != 0) as u64;
                     table.procs.push(proc_sample(&r, self.page_size));
                     off += size_of::<ks_proc_rec>();
+                }
+                REC_NET if off + NET_HEADER + crate::net::LIVE_RECORD <= len => {
+                    let at = off + NET_HEADER;
+                    self.net.extend(crate::net::live_record(
+                        &self.buf[at..at + crate::net::LIVE_RECORD],
+                    ));
+                    off = at + crate::net::LIVE_RECORD;
                 }
                 other => {
                     return Err(libbpf_rs::Error::from(std::io::Error::new(
@@ -135,22 +150,13 @@ impl Sampler {
 
     /// Runs one walk, leaving its records in `self.buf`; returns their length.
     fn read_walk(&mut self) -> Result<usize, libbpf_rs::Error> {
-        let mut iter = Iter::new(self.link())?;
-        let mut len = 0;
-        loop {
-            if len == self.buf.len() {
-                // More processes than ever before: grow (the only allocation, and only
-                // when the machine grows).
-                self.buf.resize(self.buf.len() * 2, 0);
-            }
-            match iter.read(&mut self.buf[len..]) {
-                Ok(0) => break,
-                Ok(n) => len += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(len)
+        let link = self
+            .skel
+            .links
+            .sample_tasks
+            .as_ref()
+            .expect("attach() created the iterator link");
+        Ok(crate::loader::read_iterator(link, &mut self.buf)?)
     }
 
     fn summary(&self) -> WalkSummary {
@@ -189,6 +195,18 @@ impl Sampler {
     /// The iterator program (for benchmarks that separate kernel-side cost).
     pub fn iterator_program(&self) -> BorrowedFd<'_> {
         self.skel.progs.sample_tasks.as_fd()
+    }
+
+    /// The task-local storage the walk reads network counters from, for
+    /// [`crate::net::Net::load_with`].
+    pub fn net_storage(&self) -> BorrowedFd<'_> {
+        self.skel.maps.net_live.as_fd()
+    }
+
+    /// The live processes' network counters the last walk read (empty unless a `Net`
+    /// shares [`Sampler::net_storage`]).
+    pub fn net_records(&self) -> &[NetProcSample] {
+        &self.net
     }
 
     /// Raw fd of the iterator link (for tests).

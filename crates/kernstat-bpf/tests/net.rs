@@ -223,3 +223,60 @@ fn iperf3_over_loopback_is_attributed_to_iperf3() {
         "received: {rx} of {received} ({rx_share})"
     );
 }
+
+/// Threads of one process share its counters (on the group leader): four threads that
+/// send at once, on both CPUs, lose none of each other's additions. Read both ways: by
+/// the counter's own walk, and by the sampler's when it shares the sampler's storage.
+#[test]
+fn threads_sending_at_once_are_counted_exactly() {
+    let Some(mut own) = net() else { return };
+    let mut sampler = kernstat_bpf::sampler::Sampler::load().expect("load the sampler");
+    let mut shared =
+        Net::load_with(false, Some(sampler.net_storage())).expect("load sharing the storage");
+    const THREADS: u64 = 4;
+    const EACH: u64 = 20_000;
+    const SIZE: usize = 100;
+    let me = std::process::id();
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = sink.local_addr().unwrap();
+    let mine = |sample: &NetSample| -> (u64, u64) {
+        sample
+            .procs
+            .iter()
+            .find(|p| p.pid == me)
+            .map_or((0, 0), |p| {
+                (p.counters.tx_bytes[UDP], p.counters.tx_calls[UDP])
+            })
+    };
+    let mut read = |own: &mut Net, shared: &mut Net| -> [(u64, u64); 2] {
+        let (mut a, mut b) = (NetSample::default(), NetSample::default());
+        own.read(&mut a, |_, _| true).unwrap();
+        let mut table = kernstat_model::TaskTable::default();
+        sampler.sample(&mut table).unwrap();
+        shared
+            .read_with(&mut b, |_, _| true, sampler.net_records())
+            .unwrap();
+        [mine(&a), mine(&b)]
+    };
+    let before = read(&mut own, &mut shared);
+    let start = std::sync::Barrier::new(THREADS as usize);
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                start.wait();
+                for _ in 0..EACH {
+                    assert_eq!(sock.send_to(&[7u8; SIZE], to).unwrap(), SIZE);
+                }
+            });
+        }
+    });
+    let after = read(&mut own, &mut shared);
+    for (how, (b, a)) in ["own walk", "sampler's walk"]
+        .iter()
+        .zip(before.iter().zip(after.iter()))
+    {
+        assert_eq!(a.1 - b.1, THREADS * EACH, "{how}: sends");
+        assert_eq!(a.0 - b.0, THREADS * EACH * SIZE as u64, "{how}: bytes");
+    }
+}

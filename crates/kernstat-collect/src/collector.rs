@@ -74,7 +74,12 @@ impl Collector {
         let (net, net_unavailable) = if opts.no_bpf {
             (None, Some("--no-bpf".to_string()))
         } else {
-            match Net::load(false) {
+            // With the BPF sampler, its walk reads the live processes' counters too.
+            let share = match &tasks {
+                Tasks::Bpf(s) => Some(s.net_storage()),
+                Tasks::Procfs(_) => None,
+            };
+            match Net::load_with(false, share) {
                 Ok(n) => (Some(n), None),
                 Err(e) => (None, Some(describe(&e))),
             }
@@ -245,7 +250,11 @@ impl Collector {
         let exact = out.source == Source::Bpf;
         let alive =
             |pid: u32, start: u64| tasks.get(pid).is_some_and(|p| !exact || p.start == start);
-        if let Err(e) = net.read(&mut out.net, alive) {
+        let read = match &self.tasks {
+            Tasks::Bpf(s) => net.read_with(&mut out.net, alive, s.net_records()),
+            Tasks::Procfs(_) => net.read(&mut out.net, alive),
+        };
+        if let Err(e) = read {
             if !self.net_failed {
                 eprintln!("kernstat: per-process network: reading the counters failed ({e}); shown as missing until a read succeeds");
                 self.net_failed = true;

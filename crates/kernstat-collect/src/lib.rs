@@ -6,6 +6,7 @@
 //! - `tasks`: the process table of `ps` and `top` (the pinned or a fresh task iterator,
 //!   or procfs), and command lines;
 //! - `net_interval`: per-process network over one command's interval;
+//! - `tcp_interval`: TCP retransmits per process over an interval;
 //! - `selfcost`: what kernstat itself costs (its CPU and its hooks' run time);
 //! - `cgroups`: control groups over an interval, with their processes' network.
 #![deny(missing_docs)]
@@ -16,6 +17,7 @@ pub mod events;
 pub mod net_interval;
 pub mod selfcost;
 pub mod tasks;
+pub mod tcp_interval;
 pub mod tcp_owners;
 
 pub use collector::{CollectOptions, Collector};

@@ -127,6 +127,10 @@ pub struct PsRow {
     /// Socket payload bytes sent per second over --interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub net_tx_bps: Option<f64>,
+    /// TCP segments its sockets retransmitted per second over --interval (None: not
+    /// counted).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tcp_retrans_per_s: Option<f64>,
     /// A process that ended (a recorded sample's): its exit status as wait(2) encodes it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
@@ -231,6 +235,7 @@ impl PsRow {
             kthread: t.kthread,
             net_rx_bps: None,
             net_tx_bps: None,
+            tcp_retrans_per_s: None,
             exit_code: None,
             end_ns: None,
         }

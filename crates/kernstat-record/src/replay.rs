@@ -334,6 +334,7 @@ pub fn rows(before: Option<&Frame>, cur: &Frame) -> Vec<(PsRow, Rates)> {
                     kthread: p.kthread,
                     net_rx_bps: x.net_rx_bps,
                     net_tx_bps: x.net_tx_bps,
+                    tcp_retrans_per_s: None,
                     ..PsRow::default()
                 },
                 x,
@@ -369,6 +370,7 @@ pub fn rows(before: Option<&Frame>, cur: &Frame) -> Vec<(PsRow, Rates)> {
                 cgroup: p.cgroup.clone(),
                 net_rx_bps: x.net_rx_bps,
                 net_tx_bps: x.net_tx_bps,
+                tcp_retrans_per_s: None,
                 exit_code: Some(p.exit_code),
                 end_ns: Some(p.exit_ns),
                 ..PsRow::default()

@@ -37,6 +37,7 @@ pub fn sort_rows(rows: &mut [PsRow], col: Column, desc: bool) {
             Column::Cgroup => a.cgroup.cmp(&b.cgroup),
             Column::NetRx => cmp_opt(a.net_rx_bps, b.net_rx_bps),
             Column::NetTx => cmp_opt(a.net_tx_bps, b.net_tx_bps),
+            Column::Retrans => cmp_opt(a.tcp_retrans_per_s, b.tcp_retrans_per_s),
         }
         .then(a.pid.cmp(&b.pid))
     };

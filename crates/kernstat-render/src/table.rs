@@ -53,6 +53,8 @@ pub enum Column {
     NetRx,
     /// Network bytes sent per second.
     NetTx,
+    /// TCP segments retransmitted per second (over --interval).
+    Retrans,
 }
 
 /// Every column: name for --fields and --sort, header, meaning.
@@ -112,6 +114,12 @@ pub const COLUMNS: &[(&str, Column, &str, &str)] = &[
         Column::NetTx,
         "NET_TX/s",
         "socket payload bytes sent per second, over --interval (needs BPF)",
+    ),
+    (
+        "retrans",
+        Column::Retrans,
+        "RETR/s",
+        "TCP segments its sockets retransmitted per second, over --interval (needs BPF)",
     ),
 ];
 
@@ -270,6 +278,13 @@ fn write_cell(out: &mut String, r: &PsRow, c: Column, start: &dyn StartFormat) {
                 }
             }
         }
+        Column::Retrans => match r.tcp_retrans_per_s {
+            Some(v) => write!(out, "{v:.1}"),
+            None => {
+                out.push('-');
+                Ok(())
+            }
+        },
     };
 }
 

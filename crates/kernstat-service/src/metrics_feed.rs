@@ -283,7 +283,7 @@ impl MetricsSources {
                     m.push(("writes", "stats", self.write_entries, w.capacity()));
                 }
                 if let Some(n) = collector.net() {
-                    m.push(("net", "procs", cur.net.procs.len() as u64, n.capacity()));
+                    m.push(("net", "exited", n.exited_entries(), n.capacity()));
                 }
                 m
             },

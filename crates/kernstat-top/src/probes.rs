@@ -19,6 +19,9 @@ use kernstat_model::hist::Hist;
 use kernstat_model::runqlat::Intervals;
 use kernstat_model::writes::{self as wr, Thresholds, Verdict};
 
+/// TCP retransmits per process over each refresh (the RETR/s column, key R).
+pub use kernstat_collect::tcp_interval::TcpInterval;
+
 /// Run-queue latency over the last interval.
 pub struct RunqPanel {
     rq: Runqlat,

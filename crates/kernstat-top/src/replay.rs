@@ -124,6 +124,7 @@ impl Replay {
                 small_write_share: None,
                 net_rx_bps: rate.net_rx_bps,
                 net_tx_bps: rate.net_tx_bps,
+                tcp_retrans_per_s: None,
             });
         }
         let m = kernstat_record::replay::model(before, cur);

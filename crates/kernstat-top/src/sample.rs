@@ -383,6 +383,7 @@ impl Sampler {
                 small_write_share: None,
                 net_rx_bps: None,
                 net_tx_bps: None,
+                tcp_retrans_per_s: None,
             });
         }
     }
@@ -438,6 +439,7 @@ impl Sampler {
             small_write_share: None,
             net_rx_bps: None,
             net_tx_bps: None,
+            tcp_retrans_per_s: None,
         }
     }
 

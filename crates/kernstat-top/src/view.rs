@@ -57,6 +57,8 @@ pub struct Proc {
     pub net_rx_bps: Option<f64>,
     /// Socket payload bytes sent per second.
     pub net_tx_bps: Option<f64>,
+    /// TCP segments its sockets retransmitted per second (retransmit probe on).
+    pub tcp_retrans_per_s: Option<f64>,
 }
 
 /// What rows can be sorted by; one per column.
@@ -94,13 +96,15 @@ pub enum SortKey {
     WriteCalls,
     /// SMALL%.
     SmallShare,
+    /// RETR/s.
+    Retrans,
     /// COMMAND.
     Cmd,
 }
 
 impl SortKey {
     /// Every key, in column order.
-    pub const ALL: [SortKey; 17] = [
+    pub const ALL: [SortKey; 18] = [
         SortKey::Pid,
         SortKey::User,
         SortKey::Pri,
@@ -117,6 +121,7 @@ impl SortKey {
         SortKey::RunqP99,
         SortKey::WriteCalls,
         SortKey::SmallShare,
+        SortKey::Retrans,
         SortKey::Cmd,
     ];
 
@@ -139,6 +144,7 @@ impl SortKey {
             SortKey::RunqP99 => "runq",
             SortKey::WriteCalls => "wcalls",
             SortKey::SmallShare => "small",
+            SortKey::Retrans => "retrans",
             SortKey::Cmd => "cmd",
         }
     }
@@ -190,6 +196,10 @@ impl SortKey {
                 .small_write_share
                 .unwrap_or(-1.0)
                 .total_cmp(&b.small_write_share.unwrap_or(-1.0)),
+            SortKey::Retrans => a
+                .tcp_retrans_per_s
+                .unwrap_or(-1.0)
+                .total_cmp(&b.tcp_retrans_per_s.unwrap_or(-1.0)),
             SortKey::Cmd => a.cmd.cmp(&b.cmd),
         }
     }

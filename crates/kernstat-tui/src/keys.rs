@@ -6,7 +6,7 @@ use std::time::Duration;
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
-use kernstat_top::probes::{DiskPanel, RunqPanel, WritesPanel};
+use kernstat_top::probes::{DiskPanel, RunqPanel, TcpInterval, WritesPanel};
 use kernstat_top::sample::Sampler;
 use kernstat_top::view::SortKey;
 
@@ -73,13 +73,34 @@ pub(crate) fn toggle_writes(app: &mut App) {
     }
 }
 
+/// Retransmits per process (the RETR/s column): the TCP hooks attached, or detached.
+pub(crate) fn toggle_retrans(app: &mut App) {
+    if app.retrans.take().is_some() {
+        if app.view.sort == SortKey::Retrans {
+            app.view.sort_by(SortKey::Cpu);
+        }
+        app.message = Some("TCP retransmits off: probe detached".into());
+        return;
+    }
+    match TcpInterval::load() {
+        Ok(mut t) => {
+            t.read_first();
+            app.message = Some("TCP retransmits on: RETR/s per process".into());
+            app.retrans = Some(t);
+        }
+        Err(e) => app.message = Some(format!("TCP retransmits need BPF: {e}")),
+    }
+}
+
 /// Which columns are on screen (the probes' columns are there only with their panel).
 pub(crate) fn shown_columns(app: &App) -> impl Fn(SortKey) -> bool {
     let (runq, writes) = (app.runq.is_some(), app.writes.is_some());
+    let retrans = app.retrans.is_some();
     let net = app.machine.net.is_some();
     move |k| match k {
         SortKey::RunqP99 => runq,
         SortKey::WriteCalls | SortKey::SmallShare => writes,
+        SortKey::Retrans => retrans,
         SortKey::NetRx | SortKey::NetTx => net,
         _ => true,
     }
@@ -323,6 +344,7 @@ fn normal_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
         KeyCode::Char('r') => toggle_runq(app),
         KeyCode::Char('w') => toggle_writes(app),
         KeyCode::Char('D') => toggle_disks(app),
+        KeyCode::Char('R') => toggle_retrans(app),
         KeyCode::Char('+') | KeyCode::Char('=') => step_delay(app, true),
         KeyCode::Char('-') => step_delay(app, false),
         KeyCode::Char('k') | KeyCode::F(9) => {
@@ -374,6 +396,7 @@ fn replay_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
         KeyCode::Char('r')
         | KeyCode::Char('w')
         | KeyCode::Char('D')
+        | KeyCode::Char('R')
         | KeyCode::Char('H')
         | KeyCode::Char('+')
         | KeyCode::Char('=')

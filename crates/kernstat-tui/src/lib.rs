@@ -22,11 +22,11 @@ use crossterm::event::{self};
 
 use kernstat_os::signals::Signals;
 use kernstat_sources::TempSource;
-use kernstat_top::probes::{DiskPanel, RunqPanel, WritesPanel};
+use kernstat_top::probes::{DiskPanel, RunqPanel, TcpInterval, WritesPanel};
 use kernstat_top::replay::Replay;
 use kernstat_top::sample::{Machine, Sampler};
 use kernstat_top::view::{SortKey, View};
-use keys::{handle, toggle_disks, toggle_runq, toggle_writes};
+use keys::{handle, toggle_disks, toggle_retrans, toggle_runq, toggle_writes};
 use report::{pending_signals, Pending, Report};
 
 /// What `kernstat top` was asked for.
@@ -53,6 +53,8 @@ pub struct TopOptions {
     pub writes: bool,
     /// Open the disk-latency panel at start.
     pub disks: bool,
+    /// Show TCP retransmits per process (RETR/s) from the start.
+    pub retrans: bool,
     /// Stop after this many refreshes.
     pub iterations: Option<u64>,
     /// Print each refresh's cost split on stderr at the end (`--report`).
@@ -104,6 +106,8 @@ pub(crate) struct App {
     pub runq: Option<RunqPanel>,
     pub writes: Option<WritesPanel>,
     pub disks: Option<DiskPanel>,
+    /// The TCP hooks behind the RETR/s column, while it is shown.
+    pub retrans: Option<TcpInterval>,
     pub cgroups: Option<kernstat_top::cgroups::CgroupPanel>,
     /// Why the run-queue panel could not open, or the last action's result.
     pub message: Option<String>,
@@ -144,6 +148,7 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
         runq: None,
         writes: None,
         disks: None,
+        retrans: None,
         cgroups: None,
         message: None,
         cost_percent: None,
@@ -168,6 +173,9 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
     }
     if args.disks {
         toggle_disks(&mut app);
+    }
+    if args.retrans {
+        toggle_retrans(&mut app);
     }
     let mut screen = term::Screen::enter()?;
     let mut refreshes = 0u64;
@@ -225,6 +233,12 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
                 let v = by_pid.get(&p.tgid);
                 p.write_calls_per_s = Some(v.map_or(0.0, |v| v.calls_per_s));
                 p.small_write_share = v.map(|v| v.small_share);
+            }
+        }
+        if let Some(t) = app.retrans.as_mut() {
+            t.refresh();
+            for p in app.view.procs.iter_mut() {
+                p.tcp_retrans_per_s = Some(t.rate(p.tgid));
             }
         }
         app.view.rebuild();

@@ -20,6 +20,7 @@ use kernstat_sources::Want;
 use crate::cli::PsArgs;
 use kernstat_collect::net_interval::NetInterval;
 use kernstat_collect::tasks::{self, TaskSource};
+use kernstat_collect::tcp_interval::TcpInterval;
 
 /// Runs `kernstat ps`; returns the exit status.
 pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
@@ -77,12 +78,21 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
         // moment its hooks are attached, so a rate needs an interval.
         crate::cli::usage!("the netrx and nettx columns need --interval (e.g. --interval 1s)");
     }
+    let retrans_column = columns.contains(&Column::Retrans);
+    if retrans_column && args.interval.is_none() && args.bench.is_none() {
+        crate::cli::usage!("the retrans column needs --interval (e.g. --interval 1s)");
+    }
     let mut source = TaskSource::open(args.no_bpf, &args.pin_dir, cmdline)?;
     if let Some(n) = args.bench {
         return bench(&mut source, n, want, args.json);
     }
     let mut net = match args.interval {
         Some(_) if net_columns || json_rows => NetInterval::start(args.no_bpf, net_columns),
+        _ => None,
+    };
+    // Only when asked for: the TCP hooks are attached for the interval.
+    let mut tcp = match args.interval {
+        Some(_) if retrans_column => TcpInterval::start(args.no_bpf, true),
         _ => None,
     };
     let mut extra = None;
@@ -94,11 +104,17 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
             if let Some(n) = net.as_mut() {
                 n.read_first();
             }
+            if let Some(t) = tcp.as_mut() {
+                t.read_first();
+            }
             std::thread::sleep(d);
             let second = source.read(args.threads, want, &mut extra)?;
             let dt = t0.elapsed();
             if let Some(n) = net.as_mut() {
                 n.read_second(dt.as_secs_f64());
+            }
+            if let Some(t) = tcp.as_mut() {
+                t.read_second(dt.as_secs_f64());
             }
             // The rate engine's rules (live top's and every replay's): no exit hook
             // here, so children reaped in the interval count on their parent.
@@ -130,6 +146,11 @@ pub fn run(args: &PsArgs) -> anyhow::Result<i32> {
     if let (Some(n), false) = (&net, args.threads) {
         for r in rows.iter_mut() {
             (r.net_rx_bps, r.net_tx_bps) = n.rates(r.tgid);
+        }
+    }
+    if let (Some(t), false) = (&tcp, args.threads) {
+        for r in rows.iter_mut() {
+            r.tcp_retrans_per_s = Some(t.rate(r.tgid));
         }
     }
     let source_of = |r: &PsRow| -> &'static str {

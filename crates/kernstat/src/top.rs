@@ -44,6 +44,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         runqlat: args.runqlat,
         writes: args.writes,
         disks: args.disks,
+        retrans: args.retrans,
         iterations: args.iterations,
         report: args.report,
         replay,

@@ -139,6 +139,9 @@ fn retransmits_under_loss_equal_the_kernels_count_and_name_the_sender() {
     let mut server = n.spawn(&n.recv.clone(), &["iperf3", "-s", "-1", "-p", "5299"]);
     std::thread::sleep(Duration::from_millis(500));
     let watch = tcp_watch(12);
+    // The per-process interval `ps --fields retrans` and top's RETR/s read.
+    let mut per_process = kernstat_collect::tcp_interval::TcpInterval::load().unwrap();
+    per_process.read_first();
     let before = n.retrans_segs();
     let client = n.spawn(
         &n.send.clone(),
@@ -156,6 +159,7 @@ fn retransmits_under_loss_equal_the_kernels_count_and_name_the_sender() {
     }
     std::thread::sleep(Duration::from_millis(500));
     let kernel = n.retrans_segs() - before;
+    per_process.read_second(1.0);
     let _ = server.kill();
     let _ = server.wait();
     let ivs = intervals(watch);
@@ -186,6 +190,41 @@ fn retransmits_under_loss_equal_the_kernels_count_and_name_the_sender() {
         "kernstat counted {ours} on iperf3 (pid {pid}) and {others} unattributed, the namespace's RetransSegs grew by {kernel}"
     );
     assert_eq!(others, 0, "every retransmit on the sender");
+    assert_eq!(
+        per_process.count(pid),
+        kernel,
+        "the RETR/s column's interval counted {} on iperf3",
+        per_process.count(pid)
+    );
+}
+
+/// `ps --fields retrans` needs an interval, shows a rate per process and a dash never
+/// stands for a zero that was measured; top names the column in its help.
+#[test]
+fn ps_shows_retransmits_per_process_over_its_interval() {
+    if !bpf_gate() {
+        return;
+    }
+    let ps = |args: &[&str]| common::command().arg("ps").args(args).output().unwrap();
+    let out = ps(&["--fields", "pid,retrans"]);
+    assert_eq!(out.status.code(), Some(2), "no interval: a usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--interval"));
+    let me = std::process::id().to_string();
+    let asked = ["--interval", "0.3", "--fields", "pid,retrans", "--pid", &me];
+    let out = ps(&asked);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().contains("RETR/s"), "{text}");
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(row, [me.as_str(), "0.0"], "{text}");
+    let out = ps(&[&asked[..], &["--json"]].concat());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tcp_retrans_per_s"], 0.0, "{v}");
 }
 
 #[test]

@@ -762,6 +762,50 @@ fn the_run_queue_panel_loads_its_probe_and_detaches_it_when_off() {
     pane.wait_for("exit", &|s| s.contains("EXITED 0"));
 }
 
+/// R: the RETR/s column with the TCP hooks behind it, detached again on the second R.
+/// (Its numbers are those of `TcpInterval`, which tests/tcp.rs checks against the
+/// kernel's RetransSegs under 1 % loss.)
+#[test]
+fn the_retransmit_column_loads_the_tcp_probe_and_detaches_it_when_off() {
+    let Some(_serial) = usable() else { return };
+    if !kernstat_testkit::bpf_gate() || !kernstat_testkit::tool_gate("bpftool") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pane = top(dir.path(), "-d 0.5", &[], (200, 40));
+    pane.wait_for("a refresh", &|s| refresh_count(s) >= Some(1));
+    let me = top_pid(&pane);
+    let tcp_programs = || -> Vec<(u64, String)> {
+        let held = program_ids_of(me);
+        kernel_programs()
+            .into_iter()
+            .filter(|(id, name)| held.contains(id) && name.starts_with("tcp_"))
+            .collect()
+    };
+    assert_eq!(tcp_programs(), [], "a TCP probe before R");
+    pane.keys(&["R"]);
+    let s = pane.wait_for("the column", &|s| s.contains("RETR/s"));
+    let on = tcp_programs();
+    assert_eq!(on.len(), 2, "programs while on: {on:?}\n{s}");
+    // Its own row: nothing retransmitted, a measured zero.
+    let screen = pane.wait_for("a refresh with the column", &|s| {
+        table(s).iter().any(|r| pid_of(r) == Some(me))
+    });
+    let row = table(&screen)
+        .into_iter()
+        .find(|r| pid_of(r) == Some(me))
+        .unwrap();
+    assert_eq!(column(&screen, row, "RETR/s"), "0.0", "{screen}");
+    pane.keys(&["R"]);
+    pane.wait_for("the column gone", &|s| {
+        s.contains("probe detached") && !s.contains("RETR/s")
+    });
+    let ids: Vec<u64> = on.iter().map(|(id, _)| *id).collect();
+    assert_programs_unloaded(&ids);
+    pane.keys(&["q"]);
+    pane.wait_for("exit", &|s| s.contains("EXITED 0"));
+}
+
 /// Alternate screen off and cursor shown, as tmux sees the pane.
 fn terminal_restored(pane: &Pane) -> bool {
     pane.tmux(&[

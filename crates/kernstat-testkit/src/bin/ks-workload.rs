@@ -55,10 +55,13 @@
 //!                                    sends N bytes to it in sends of CHUNK bytes (udp:
 //!                                    datagrams), prints "sent BYTES SENDS" and exits (or
 //!                                    stays)
-//!   ks-workload net-fill N SIZE      N child processes that each send one UDP datagram of
-//!                                    SIZE bytes to 127.0.0.1:9 and then sleep (each takes
-//!                                    an entry of the per-process network table); "ready
-//!                                    N" once all have sent; the children die with us
+//!   ks-workload net-fill N SIZE [exit]
+//!                                    N child processes that each send one UDP datagram of
+//!                                    SIZE bytes to 127.0.0.1:9 and then sleep (or, with
+//!                                    `exit`, exit together once all have sent, each taking
+//!                                    an entry of the exited processes' network table, and
+//!                                    stay zombies); "ready N" once all have sent; the
+//!                                    children die (are reaped) with us
 //!   ks-workload dstate               block in uninterruptible sleep (D): a vfork-style
 //!                                    clone whose child never execs ("ready CHILD_PID";
 //!                                    kill the child to release us)

@@ -169,6 +169,10 @@ pub(crate) const HELP: &[(&str, &str)] = &[
         "disk latency panel: requests, p50 and p99 per device and operation (loads the BPF probe)",
     ),
     (
+        "R",
+        "RETR/s column: TCP segments each process's sockets retransmitted (loads the BPF probe; off detaches it)",
+    ),
+    (
         "k (F9)",
         "send a signal to the selected process (asks first)",
     ),

@@ -21,7 +21,7 @@ struct Col {
     right: bool,
 }
 
-const COLS: [Col; 16] = [
+const COLS: [Col; 17] = [
     Col {
         title: "PID",
         width: 7,
@@ -116,6 +116,12 @@ const COLS: [Col; 16] = [
         title: "SMALL%",
         width: 7,
         key: SortKey::SmallShare,
+        right: true,
+    },
+    Col {
+        title: "RETR/s",
+        width: 7,
+        key: SortKey::Retrans,
         right: true,
     },
 ];
@@ -252,6 +258,12 @@ pub(super) fn draw_table(f: &mut Frame, app: &mut App, area: Rect) {
                 SortKey::SmallShare => match p.small_write_share {
                     Some(v) => {
                         let _ = write!(buf, "{:.0}", v * 100.0);
+                    }
+                    None => buf.push('-'),
+                },
+                SortKey::Retrans => match p.tcp_retrans_per_s {
+                    Some(v) => {
+                        let _ = write!(buf, "{v:.1}");
                     }
                     None => buf.push('-'),
                 },

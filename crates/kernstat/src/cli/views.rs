@@ -220,6 +220,9 @@ pub struct TopArgs {
     /// Start with the disk-latency panel on (key D).
     #[arg(long)]
     pub disks: bool,
+    /// Start with the RETR/s column on: TCP retransmits per process (key R).
+    #[arg(long)]
+    pub retrans: bool,
     /// Leave after this many refreshes (for benchmarks and scripts).
     #[arg(short = 'n', long, value_name = "N")]
     pub iterations: Option<u64>,

@@ -67,16 +67,19 @@ fn read_stream(c: &mut impl std::io::Read, n: u64, buf: &mut [u8]) -> (u64, u64)
 pub fn net_fill(args: &[String]) -> ! {
     let n = arg(args, 2, "N");
     let size = arg(args, 3, "SIZE") as usize;
+    let exit = args.get(4).is_some_and(|a| a == "exit");
     let data = vec![b'f'; size];
-    let mut fds = [0; 2];
-    // SAFETY: fds has room for the two descriptors.
+    let (mut fds, mut go) = ([0; 2], [0; 2]);
+    // SAFETY: fds and go have room for the two descriptors each.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    assert_eq!(unsafe { libc::pipe(go.as_mut_ptr()) }, 0);
     for _ in 0..n {
         // SAFETY: this process has one thread; the child uses only async-signal-safe
-        // calls (prctl, socket, sendto, write, pause, _exit).
+        // calls (prctl, socket, sendto, write, read, pause, _exit).
         match unsafe { libc::fork() } {
             0 => unsafe {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                libc::close(go[1]);
                 let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
                 let to = libc::sockaddr_in {
                     sin_family: libc::AF_INET as libc::sa_family_t,
@@ -96,6 +99,12 @@ pub fn net_fill(args: &[String]) -> ! {
                 );
                 let ok = [u8::from(sent == size as isize)];
                 libc::write(fds[1], ok.as_ptr().cast(), 1);
+                if exit {
+                    // All at once, when the parent closes `go`.
+                    let mut b = [0u8];
+                    libc::read(go[0], b.as_mut_ptr().cast(), 1);
+                    libc::_exit(0);
+                }
                 loop {
                     libc::pause();
                 }
@@ -112,6 +121,11 @@ pub fn net_fill(args: &[String]) -> ! {
             1
         );
         sent += u64::from(byte[0]);
+    }
+    if exit {
+        // They exit now, and stay zombies (not reaped) until we die.
+        // SAFETY: closing our own descriptor.
+        unsafe { libc::close(go[1]) };
     }
     wait_after(&format!("ready {sent}"))
 }
