@@ -30,6 +30,23 @@ static __always_inline unsigned int ks_task_state(struct task_struct *t)
 	return (unsigned int)((struct task_struct___pre514 *)t)->state;
 }
 
+/*
+ * The thread that runs exec while the rest of its thread group dies (de_thread): when
+ * it is not the leader, it takes the leader's place. signal->group_exec_task since 5.16
+ * (commit 60700e38fb68 "signal: Rename group_exit_task group_exec_task"),
+ * group_exit_task before.
+ */
+struct signal_struct___pre516 {
+	struct task_struct *group_exit_task;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct task_struct *ks_group_exec_task(struct signal_struct *sig)
+{
+	if (bpf_core_field_exists(sig->group_exec_task))
+		return sig->group_exec_task;
+	return ((struct signal_struct___pre516 *)sig)->group_exit_task;
+}
+
 /* The same through probe reads, for task pointers that are not typed BTF pointers
  * (found by walking a list). */
 static __always_inline unsigned int ks_task_state_probe(struct task_struct *t)

@@ -204,6 +204,9 @@ struct signal_struct {
 	/* Reaped children's (and their reaped descendants') times, ns, added at reap. */
 	unsigned long long cutime;
 	unsigned long long cstime;
+	/* The thread running exec while the rest of its group dies (de_thread), 5.16+;
+	 * `group_exit_task` before (compat.bpf.h). */
+	struct task_struct *group_exec_task;
 };
 
 typedef struct {

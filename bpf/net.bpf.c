@@ -4,7 +4,8 @@
  * (the caller's thread group), in payload bytes and calls, by direction and by kind
  * (TCP, UDP, Unix, other). /proc has no per-process network counter; this is the one
  * hot-path hook kernstat adds for it, so it does the least work: the group leader's
- * task-local storage (a pointer kept in the task: no hashing), two atomic additions.
+ * task-local storage (a pointer kept in the task: no hashing), two additions (atomic
+ * when the process has more than one thread).
  *
  * Two attachments, chosen by userspace:
  *  - tp_btf on sock:sock_send_length and sock:sock_recv_length (Linux 6.3+), which
@@ -17,16 +18,18 @@
  *    write(2); userspace sets the target), else sock_sendmsg. Same calls, same context.
  * A receive with MSG_PEEK moves nothing and is not counted (the tracepoint's own rule).
  *
- * Reading: a task iterator (`net_walk`) writes each live process's storage. When the
- * last thread of a process exits, its counters are copied to `exited`, where userspace
- * reads them until it has seen them twice, then deletes them: a process that lived and
- * died between two reads is counted whole.
+ * Reading: a task iterator writes each live process's storage (`net_walk`, or the
+ * sampler's walk, which userspace gives this map). When the last thread of a process
+ * exits, its counters are copied to `exited`, where userspace reads them until it has
+ * seen them gone twice, then deletes them: a process that lived and died between two
+ * reads is counted whole. An exec from a thread other than the leader makes that
+ * thread the leader: the counters move to it.
  *
  * The counters were first kept in a per-CPU hash keyed by (tgid, start time): 121-248
  * ns an event here, of which the hash lookup was ~60 ns, and 1 KiB writes ran at 0.90
  * of their speed (docs/measured.md, section `net`). Task storage needs no key and no
- * table that one user can fill: every live process has its own counters. The atomic
- * additions are needed because the threads of one process share them.
+ * table that one user can fill: every live process has its own counters. The threads
+ * of one process share them, hence the atomic additions when there are several.
  */
 #include "kernel.h"
 #include "compat.bpf.h"
@@ -185,6 +188,9 @@ static __always_inline void count(struct sock *sk, int ret, __u32 dir)
 	if (!p) {
 		p = admit(leader);
 		if (!p) {
+			/* No storage: counted per user, if the process is the reader's. */
+			if (reader_pidns_inum && !ks_ns_pid(leader, reader_pidns_inum, true))
+				return;
 			v = crowded_of((__u32)bpf_get_current_uid_gid(), 1);
 			if (v) {
 				v->bytes[dir & 1][kind] += ret;
@@ -253,51 +259,76 @@ static __always_inline struct ks_net_val *exited_slot(struct ks_net_key *key,
 	return bpf_map_lookup_elem(&exited, key);
 }
 
-static __always_inline void add_val(struct ks_net_val *to, struct ks_net_val *from)
+static __always_inline void add_counts(struct ks_net_val *to, __u64 bytes[2][KS_NET_NKINDS],
+					__u64 calls[2][KS_NET_NKINDS])
 {
 	for (int d = 0; d < 2; d++)
 		for (int k = 0; k < KS_NET_NKINDS; k++) {
-			to->bytes[d][k] += from->bytes[d][k];
-			to->calls[d][k] += from->calls[d][k];
+			to->bytes[d][k] += bytes[d][k];
+			to->calls[d][k] += calls[d][k];
 		}
 }
 
-static __always_inline __u64 calls_of(struct ks_net_val *v)
+static __always_inline __u64 calls_of(__u64 calls[2][KS_NET_NKINDS])
 {
 	__u64 n = 0;
 
 	for (int d = 0; d < 2; d++)
 		for (int k = 0; k < KS_NET_NKINDS; k++)
-			n += v->calls[d][k];
+			n += calls[d][k];
 	return n;
 }
 
 /* The last thread of a process is exiting: nothing of it sends any more, and its
- * storage goes when its leader is freed. Its totals go to `exited` (or to its user's
- * shared counters), copied whole: several threads that exit at once may each see the
- * group dead, and each copies the same final values. */
+ * storage goes when its leader is freed. Its totals go to `exited` whole, or, without a
+ * place there, what no walk has written of them to its user's shared counters (the rest
+ * was listed already) and it is listed no more. Several threads that exit at once may
+ * each see the group dead: one of them does this.
+ *
+ * Or an exec from a thread other than the leader: the leader dies first and the exec'ing
+ * thread takes its place (de_thread), so the counters go to that thread's storage. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(net_exit, struct task_struct *task)
 {
+	struct signal_struct *sig = task->signal;
+	__u64 unseen_bytes[2][KS_NET_NKINDS], unseen_calls[2][KS_NET_NKINDS];
 	struct ks_net_proc *p;
+	struct ks_net_key key;
 	struct ks_net_val *v;
 
-	if (BPF_CORE_READ(task, signal, live.counter) != 0)
-		return 0; /* not the last thread */
-	p = bpf_task_storage_get(&net_live, task->group_leader, 0, 0);
-	if (!p || !p->key.tgid)
+	if (BPF_CORE_READ(sig, live.counter) != 0) {
+		struct task_struct *heir;
+
+		if (task != task->group_leader)
+			return 0; /* not the last thread */
+		heir = ks_group_exec_task(sig);
+		if (!heir || heir == task)
+			return 0;
+		p = bpf_task_storage_get(&net_live, task, 0, 0);
+		if (p)
+			bpf_task_storage_get(&net_live, heir, p, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		return 0;
-	v = exited_slot(&p->key, &p->val);
+	}
+	p = bpf_task_storage_get(&net_live, task->group_leader, 0, 0);
+	if (!p || __sync_lock_test_and_set(&p->exit_claimed, 1))
+		return 0;
+	key = p->key;
+	if (!key.tgid)
+		return 0;
+	v = exited_slot(&key, &p->val);
 	if (v) {
 		__builtin_memcpy(v, &p->val, sizeof(*v));
 		return 0;
 	}
-	/* Moved to the user's counters once only, by the thread that takes the key. */
-	if (!__sync_lock_test_and_set(&p->key.tgid, 0))
-		return 0;
-	v = crowded_of(p->val.uid, calls_of(&p->val));
+	p->key.tgid = 0;
+	for (int d = 0; d < 2; d++)
+		for (int k = 0; k < KS_NET_NKINDS; k++) {
+			unseen_bytes[d][k] = p->val.bytes[d][k] - p->seen_bytes[d][k];
+			unseen_calls[d][k] = p->val.calls[d][k] - p->seen_calls[d][k];
+		}
+	v = crowded_of(p->val.uid, calls_of(unseen_calls));
 	if (v)
-		add_val(v, &p->val);
+		add_counts(v, unseen_bytes, unseen_calls);
 	return 0;
 }
 
@@ -306,14 +337,9 @@ SEC("iter/task")
 int net_walk(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
-	struct ks_net_proc *p;
 
-	if (!task || task->group_leader != task)
-		return 0;
-	p = bpf_task_storage_get(&net_live, task, 0, 0);
-	if (!p || !p->key.tgid)
-		return 0;
-	bpf_seq_write(ctx->meta->seq, p, sizeof(*p));
+	if (task && task->group_leader == task)
+		ks_net_write(ctx->meta->seq, task, 0, 0);
 	return 0;
 }
 

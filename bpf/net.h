@@ -40,12 +40,24 @@ struct ks_net_val {
 	__u32 _pad;
 };
 
-/* What a live process carries in task-local storage (on its group leader), and what the
- * iterator writes for it: its key and counters. key.tgid 0: a process without a pid in
- * the reader's namespace, not counted. */
+/* What a live process carries in task-local storage (on its group leader). The
+ * iterators write its first KS_NET_REC_LEN bytes (key and counters); key.tgid 0: not
+ * listed (a process without a pid in the reader's namespace, or one whose counters went
+ * to its user's shared ones at its exit). */
 struct ks_net_proc {
 	struct ks_net_key key;
 	struct ks_net_val val;
+	/* The counters as the last walk wrote them: at an exit without a place in `exited`,
+	 * only what no reader was given goes to the user's shared counters. */
+	__u64 seen_bytes[2][KS_NET_NKINDS];
+	__u64 seen_calls[2][KS_NET_NKINDS];
+	/* Set by the one exiting thread that moves the counters (several can see their
+	 * group dead at once). */
+	__u32 exit_claimed;
+	__u32 _pad;
 };
+
+/* The bytes of a record the iterators write: key and counters. */
+#define KS_NET_REC_LEN (sizeof(struct ks_net_key) + sizeof(struct ks_net_val))
 
 #endif /* KERNSTAT_NET_H */

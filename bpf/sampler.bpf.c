@@ -140,7 +140,7 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	struct signal_struct *sig;
 	struct ks_proc_rec rec;
 	struct group_sum g = {};
-	struct ks_net_proc *net;
+	const __u8 net_header[8] = { KS_REC_NET };
 	char state;
 
 	if (!task) {
@@ -191,13 +191,7 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	__builtin_memcpy(rec.comm, task->comm, KS_COMM_LEN);
 	bpf_seq_write(seq, &rec, sizeof(rec));
 
-	net = bpf_task_storage_get(&net_live, task, 0, 0);
-	if (net && net->key.tgid) {
-		__u8 header[8] = { KS_REC_NET };
-
-		bpf_seq_write(seq, header, sizeof(header));
-		bpf_seq_write(seq, net, sizeof(*net));
-	}
+	ks_net_write(seq, task, net_header, sizeof(net_header));
 	return 0;
 }
 

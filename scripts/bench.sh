@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the numbers in docs/measured.md. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net cgroups record, and screenshot (default: all but screenshot). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat cgroups record, and screenshot (default: all but screenshot). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -698,6 +698,80 @@ PY
   rm -rf "$dir"
 }
 
+# The run time per completed request of process $1's BPF programs: all of them (issue
+# and completion hooks together), divided by the completions counted by the programs
+# whose name has "compl" in it. Prints "NS_PER_REQUEST REQUESTS".
+per_request() {
+  bpftool prog show -j 2>/dev/null | python3 -c '
+import glob, json, sys
+ids = set()
+for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
+    try:
+        ids |= {int(l.split()[1]) for l in open(f) if l.startswith("prog_id:")}
+    except OSError:
+        pass
+t = c = 0
+for p in json.load(sys.stdin):
+    if p.get("id") in ids:
+        t += p.get("run_time_ns", 0)
+        if "compl" in p.get("name", ""):
+            c += p.get("run_cnt", 0)
+print(f"{t / c:.1f} {c}" if c else "- 0")' "$1"
+}
+
+# Block I/O latency: the hooks' cost per request against libbpf-tools' biolatency and
+# bpftrace on the same tracepoints (each alone, on the same fio load), and fio's 4 KiB
+# random I/O on a loop device of its own with and without kernstat's hooks.
+section_biolat() {
+  command -v fio >/dev/null || { echo "== biolat: fio is not installed"; return; }
+  local dir dev p r
+  dir=$(mktemp -d /var/tmp/ksbio.XXXXXX)
+  truncate -s 2G "$dir/disk"
+  dev=$(losetup --find --show --direct-io=on "$dir/disk")
+  fio_iops() {
+    fio --name=r --filename="$dev" --direct=1 --rw=randrw --bs=4k --iodepth=16 \
+      --ioengine=libaio --runtime="$1" --time_based --size=1G --output-format=json |
+      python3 -c 'import json, sys; j = json.load(sys.stdin)["jobs"][0]; print(j["read"]["iops"] + j["write"]["iops"])'
+  }
+  fio_iops 3 >/dev/null # the backing file's blocks allocated
+  echo "== biolat per request (BPF run-time stats, issue + completion hooks / completions), fio 4 KiB randrw, iodepth 16, 10 s each, on $dev"
+  sysctl -qw kernel.bpf_stats_enabled=1
+  for tracer in kernstat biolatency bpftrace-hist bpftrace-count; do
+    case $tracer in
+      kernstat) $K biolat 1 100 >/dev/null 2>&1 & ;;
+      biolatency) /usr/sbin/biolatency 1 100 >/dev/null 2>&1 & ;;
+      bpftrace-hist) bpftrace -e 'tracepoint:block:block_rq_issue { @s[args->dev, args->sector] = nsecs; }
+        tracepoint:block:block_rq_complete /@s[args->dev, args->sector]/ {
+          @us = hist((nsecs - @s[args->dev, args->sector]) / 1000); delete(@s[args->dev, args->sector]); }' >/dev/null 2>&1 & ;;
+      bpftrace-count) bpftrace -e 'tracepoint:block:block_rq_complete { @c = count(); }' >/dev/null 2>&1 & ;;
+    esac
+    p=$!
+    sleep 3
+    fio_iops 10 >/dev/null
+    read -r r n < <(per_request $p)
+    echo "$tracer: $r ns per request x $n"
+    kill -INT $p 2>/dev/null || true
+    wait $p 2>/dev/null || true
+  done
+  sysctl -qw kernel.bpf_stats_enabled=0
+  echo "== fio IOPS with kernstat biolat attached vs without: 7 alternating 5 s runs, medians"
+  local base=() with=() b w
+  for _ in $(seq 7); do
+    base+=("$(fio_iops 5)")
+    $K biolat 1 100 >/dev/null 2>&1 &
+    p=$!
+    sleep 1
+    with+=("$(fio_iops 5)")
+    kill -INT $p 2>/dev/null || true
+    wait $p 2>/dev/null || true
+  done
+  b=$(printf '%s\n' "${base[@]}" | median)
+  w=$(printf '%s\n' "${with[@]}" | median)
+  awk -v b="$b" -v w="$w" 'BEGIN { printf "without %.0f  with %.0f  ratio %.3f\n", b, w, w/b }'
+  losetup -d "$dev"
+  rm -rf "$dir"
+}
+
 # CPU of one systemd-cgtop refresh, µs: (-n 21) - (-n 1) over 20 refreshes, median of 5.
 cgtop_us() {
   python3 - <<'PY'
@@ -863,5 +937,5 @@ section_screenshot() {
 }
 
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net cgroups record)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat cgroups record)
 for s in "${sections[@]}"; do "section_$s"; done

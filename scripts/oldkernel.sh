@@ -28,13 +28,17 @@ r=$(mktemp -d)
 trap 'rm -rf "$r"' EXIT
 mkdir -p "$r"/{bin,sbin,proc,sys,dev,tmp,lib,lib64,usr/lib,etc,run}
 cp /bin/busybox "$r/bin/"
-for a in sh mount ls cat echo poweroff sleep mkdir uname grep head awk kill tail ip insmod dd tr; do ln -s busybox "$r/bin/$a"; done
+for a in sh mount ls cat echo poweroff sleep mkdir uname grep head awk kill tail ip insmod dd tr losetup wc; do ln -s busybox "$r/bin/$a"; done
 for b in "$@"; do
   cp "$b" "$r/bin/"
   for l in $(ldd "$b" | grep -o '/[^ ]*'); do mkdir -p "$r$(dirname "$l")"; cp -L "$l" "$r$l"; done
 done
-# The RAM disk driver (a block device for I/O tests, e.g. `insmod /brd.ko rd_nr=1`).
-cp "$(ls "$w"/root/lib/modules/*/kernel/drivers/block/brd.ko)" "$r/brd.ko"
+# The RAM disk driver (a block device for I/O tests, e.g. `insmod /brd.ko rd_nr=1`), the
+# loop driver (request-based, so the block_rq_* tracepoints fire for it, which they do
+# not for brd), and netem (delay and loss, with the host's `tc` given as a binary).
+for m in drivers/block/brd drivers/block/loop net/sched/sch_netem; do
+  cp "$(ls "$w"/root/lib/modules/*/kernel/$m.ko)" "$r/$(basename $m).ko"
+done
 cp "$script" "$r/run.sh"
 chmod +x "$r/run.sh"
 cat >"$r/init" <<'I'

@@ -149,7 +149,7 @@ impl Net {
                     return Ok(Net {
                         skel,
                         attach,
-                        walk: vec![0; 64 * size_of::<ks_net_proc>()],
+                        walk: vec![0; 64 * LIVE_RECORD],
                         batch,
                         exited_entries: 0,
                         deleted: 0,
@@ -204,7 +204,7 @@ impl Net {
         let len = self.read_walk()?;
         out.procs.extend(
             self.walk[..len]
-                .chunks_exact(size_of::<ks_net_proc>())
+                .chunks_exact(LIVE_RECORD)
                 .filter_map(live_record),
         );
         self.read_exited(out, alive)
@@ -398,25 +398,29 @@ impl Net {
     }
 }
 
-/// A live process's counters as an iterator wrote them (a `struct ks_net_proc`).
+/// A live process's counters as an iterator wrote them: the key and counters that
+/// begin a `struct ks_net_proc` (KS_NET_REC_LEN bytes).
 pub(crate) fn live_record(rec: &[u8]) -> Option<NetProcSample> {
     if rec.len() < LIVE_RECORD {
         return None;
     }
-    // SAFETY: length checked; plain old data in the generated layout.
-    let p: ks_net_proc = unsafe { std::ptr::read_unaligned(rec.as_ptr().cast()) };
-    let (counters, comm, uid) = sum_cpus(as_bytes(&p.val), 1, size_of::<ks_net_val>());
+    // SAFETY: length checked; plain old data in the generated layouts, the key first.
+    let key: ks_net_key = unsafe { std::ptr::read_unaligned(rec.as_ptr().cast()) };
+    let val = &rec[size_of::<ks_net_key>()..LIVE_RECORD];
+    let (counters, comm, uid) = sum_cpus(val, 1, size_of::<ks_net_val>());
     Some(NetProcSample {
-        pid: p.key.tgid,
-        start_ns: p.key.start_ns,
+        pid: key.tgid,
+        start_ns: key.start_ns,
         comm,
         uid,
         counters,
     })
 }
 
-/// Bytes of one live record.
-pub(crate) const LIVE_RECORD: usize = size_of::<ks_net_proc>();
+/// Bytes of one live record (KS_NET_REC_LEN in bpf/net.h): a key and its counters, as
+/// they begin a `struct ks_net_proc`.
+pub(crate) const LIVE_RECORD: usize = size_of::<ks_net_key>() + size_of::<ks_net_val>();
+const _: () = assert!(std::mem::offset_of!(ks_net_proc, val) == size_of::<ks_net_key>());
 
 /// All sends' and receives' calls: counters only grow, so of two readings of one process
 /// the one with more is the later.

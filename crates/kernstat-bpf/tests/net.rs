@@ -280,3 +280,22 @@ fn threads_sending_at_once_are_counted_exactly() {
         assert_eq!(a.0 - b.0, THREADS * EACH * SIZE as u64, "{how}: bytes");
     }
 }
+
+/// An exec from a thread other than the leader makes that thread the leader (the same
+/// pid): the counters go with it, so the process's bytes are those before and after.
+#[test]
+fn an_exec_from_another_thread_keeps_the_counters() {
+    let Some(mut net) = net() else { return };
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = sink.local_addr().unwrap().port().to_string();
+    let (mut c, mut out) = spawn(&["net-exec-thread", &port, "5000"]);
+    // The exec'd image's report: it sent its 5,000 after the first 5,000.
+    assert_eq!(line(&mut out), [5000, 5]);
+    let mut sample = NetSample::default();
+    net.read(&mut sample, |_, _| true).unwrap();
+    let s = counters_of(&sample, c.id());
+    let _ = c.kill();
+    let _ = c.wait();
+    assert_eq!(s.tx_bytes[UDP], 10_000, "{s:?}");
+    assert_eq!(s.tx_calls[UDP], 10, "{s:?}");
+}

@@ -165,16 +165,18 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
     if let Some(f) = &args.filter {
         app.view.filter = f.clone();
     }
-    if args.runqlat {
+    // The probes are live only: not over a recorded moment, nor with --no-bpf.
+    let probes = app.replay.is_none() && !args.no_bpf;
+    if probes && args.runqlat {
         toggle_runq(&mut app);
     }
-    if args.writes {
+    if probes && args.writes {
         toggle_writes(&mut app);
     }
-    if args.disks {
+    if probes && args.disks {
         toggle_disks(&mut app);
     }
-    if args.retrans {
+    if probes && args.retrans {
         toggle_retrans(&mut app);
     }
     let mut screen = term::Screen::enter()?;
@@ -237,8 +239,9 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
         }
         if let Some(t) = app.retrans.as_mut() {
             t.refresh();
+            // Per process: a thread's row shows none (as the network columns).
             for p in app.view.procs.iter_mut() {
-                p.tcp_retrans_per_s = Some(t.rate(p.tgid));
+                p.tcp_retrans_per_s = (!app.threads).then(|| t.rate(p.tgid));
             }
         }
         app.view.rebuild();

@@ -104,11 +104,67 @@ sleep 1
 echo "WHYMEM $(/bin/kernstat why --here --window 3 --json 2>/dev/null)"
 echo "ALLOCPID $alloc"
 kill $alloc
+# The incident hooks on 6.1. An OOM kill in a group of its own, under `kernstat events`.
+waitfor() { i=0; until grep -q "$1" "$2" || [ $i -gt 600 ]; do sleep 0.1; i=$((i+1)); done; }
+mkdir /sys/fs/cgroup/t/oom
+echo 48M > /sys/fs/cgroup/t/oom/memory.max
+/bin/kernstat events --json > /tmp/ev.json 2>/tmp/ev.err &
+ev=$!
+waitfor watching /tmp/ev.err
+k0=$(awk '/^oom_kill /{print $2}' /proc/vmstat)
+sh -c 'echo $$ > /sys/fs/cgroup/t/oom/cgroup.procs; exec /bin/ks-workload alloc 256' >/dev/null 2>&1 & v=$!
+wait $v
+echo "OOMVICTIM $v"
+echo "OOMKILLS $(( $(awk '/^oom_kill /{print $2}' /proc/vmstat) - k0 ))"
+waitfor "\"pid\":$v," /tmp/ev.json
+kill $ev
+while read -r l; do echo "EV $l"; done < /tmp/ev.json
+# 300 O_DIRECT writes of 4 KiB to a loop device (request-based, unlike brd).
+insmod /loop.ko
+dd if=/dev/zero of=/tmp/disk bs=1M count=8 2>/dev/null
+losetup /dev/loop0 /tmp/disk
+/bin/kernstat biolat --json -D 1 > /tmp/bio.json 2>/tmp/bio.err &
+b=$!
+waitfor Tracing /tmp/bio.err
+w0=$(awk '{print $5}' /sys/block/loop0/stat)
+dd if=/dev/zero of=/dev/loop0 bs=4k count=300 oflag=direct 2>/dev/null
+echo "BIOWRITES $(( $(awk '{print $5}' /sys/block/loop0/stat) - w0 ))"
+kill -INT $b; wait $b
+while read -r l; do echo "BIO $l"; done < /tmp/bio.json
+# TCP over lo under netem: a connect through 100 ms each way, then a transfer under 2 %
+# loss; the kernel's RetransSegs around the whole of it.
+insmod /sch_netem.ko
+ip link set lo up
+retrans() { awk '/^Tcp:/ {n++; if (n == 1) for (i = 1; i <= NF; i++) if ($i == "RetransSegs") c = i; if (n == 2) print $c}' /proc/net/snmp; }
+/bin/kernstat tcp --json 1 > /tmp/tcp.json 2>/tmp/tcp.err &
+t=$!
+waitfor Tracing /tmp/tcp.err
+r0=$(retrans)
+/bin/tc qdisc add dev lo root netem delay 100ms 2>/tmp/tc.err
+echo "TCADD $? $(cat /tmp/tc.err)"
+/bin/ks-workload net-recv tcp 1000 >/tmp/r1.out &
+waitfor ready /tmp/r1.out
+/bin/ks-workload net-send tcp $(awk '/ready/{print $2}' /tmp/r1.out) 1000 1000 >/dev/null & c=$!
+wait $c
+echo "CONNPID $c"
+waitfor got /tmp/r1.out
+/bin/tc qdisc change dev lo root netem loss 2% 2>/tmp/tc.err
+echo "TCCHANGE $? $(cat /tmp/tc.err)"
+/bin/ks-workload net-recv tcp 2000000 >/tmp/r2.out &
+waitfor ready /tmp/r2.out
+/bin/ks-workload net-send tcp $(awk '/ready/{print $2}' /tmp/r2.out) 2000000 65536 >/dev/null & s=$!
+wait $s
+echo "SENDPID $s"
+waitfor got /tmp/r2.out
+sleep 2
+echo "RETRANS $(( $(retrans) - r0 ))"
+kill -INT $t; wait $t
+while read -r l; do echo "TCP $l"; done < /tmp/tcp.json
 "#;
 
 #[test]
 fn cgroups_on_a_pure_v2_machine_show_throttling_pressure_and_io() {
-    let Some(stdout) = in_guest(CGROUP_GUEST) else {
+    let Some(stdout) = in_guest(CGROUP_GUEST, &["/usr/sbin/tc"]) else {
         return;
     };
     assert_eq!(field(&stdout, "DD"), "0", "{stdout}");
@@ -191,12 +247,77 @@ fn cgroups_on_a_pure_v2_machine_show_throttling_pressure_and_io() {
         named(first, field(&stdout, "ALLOCPID"), "/t/mem"),
         "{mem:#}"
     );
+    incident_hooks(&stdout);
+}
+
+/// The incident hooks on 6.1 (issue 34), against the guest kernel's own counters: one
+/// OOM kill (vmstat's oom_kill) with its victim and group; a loop device's write
+/// requests (its /sys/block stat); a connect through netem's 100 ms each way, and the
+/// retransmits under 2 % loss (RetransSegs).
+fn incident_hooks(stdout: &str) {
+    let lines = |key: &str| -> Vec<Value> {
+        stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(key))
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{key}{l}: {e}")))
+            .collect()
+    };
+    let victim: u64 = field(stdout, "OOMVICTIM").parse().unwrap();
+    assert_eq!(field(stdout, "OOMKILLS"), "1", "{stdout}");
+    let kills: Vec<Value> = lines("EV ")
+        .into_iter()
+        .filter(|e| e["pid"] == victim)
+        .collect();
+    assert_eq!(kills.len(), 1, "{stdout}");
+    assert_eq!(kills[0]["kind"], "oom_kill", "{stdout}");
+    assert_eq!(kills[0]["group"], "/t/oom", "{stdout}");
+    assert_eq!(kills[0]["limit"], "/t/oom", "{stdout}");
+
+    let writes: u64 = field(stdout, "BIOWRITES").parse().unwrap();
+    assert_eq!(writes, 300, "{stdout}");
+    let counted: u64 = lines("BIO ")
+        .iter()
+        .flat_map(|iv| iv["disks"].as_array().unwrap().clone())
+        .filter(|d| d["disk"] == "loop0" && d["op"] == "write")
+        .map(|d| d["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, writes, "{stdout}");
+
+    let tcp = lines("TCP ");
+    let conn: u64 = field(stdout, "CONNPID").parse().unwrap();
+    let connect = tcp
+        .iter()
+        .flat_map(|iv| iv["connects"].as_array().unwrap().clone())
+        .find(|c| c["pid"] == conn)
+        .unwrap_or_else(|| panic!("no connect of {conn}: {stdout}"));
+    let ms = connect["connect_mean_ms"].as_f64().unwrap();
+    assert_eq!(field(stdout, "TCADD"), "0", "{stdout}");
+    assert_eq!(field(stdout, "TCCHANGE"), "0", "{stdout}");
+    assert!(
+        (200.0..1000.0).contains(&ms),
+        "{ms} ms through 2 x 100 ms: {stdout}"
+    );
+    let kernel: u64 = field(stdout, "RETRANS").parse().unwrap();
+    let ours: u64 = tcp
+        .iter()
+        .map(|iv| iv["retransmits"].as_u64().unwrap())
+        .sum();
+    assert!(kernel > 0, "2 % loss gave no retransmits: {stdout}");
+    assert_eq!(ours, kernel, "{stdout}");
+    let sender: u64 = field(stdout, "SENDPID").parse().unwrap();
+    let by_sender: u64 = tcp
+        .iter()
+        .flat_map(|iv| iv["processes"].as_array().unwrap().clone())
+        .filter(|p| p["pid"] == sender)
+        .map(|p| p["retransmits"].as_u64().unwrap())
+        .sum();
+    assert!(by_sender > 0, "none on the sender: {stdout}");
 }
 
 /// One guest at a time: two TCG guests on a 2-CPU host slow each other down.
 /// Runs `script` in the 6.1 guest (scripts/oldkernel.sh) with kernstat and ks-workload
 /// in it, one guest at a time; its output. None (skipped) without root.
-fn in_guest(script: &str) -> Option<String> {
+fn in_guest(script: &str, more_binaries: &[&str]) -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     if !gate("root (qemu, apt-get)", root, || "not root".into()) {
@@ -212,6 +333,7 @@ fn in_guest(script: &str) -> Option<String> {
         .arg(kernstat_testkit::front_bin())
         .arg(env!("CARGO_BIN_EXE_kernstat-full"))
         .arg(kernstat_testkit::workload_bin())
+        .args(more_binaries)
         .output()
         .expect("run scripts/oldkernel.sh");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -236,7 +358,7 @@ fn field<'a>(out: &'a str, key: &str) -> &'a str {
 
 #[test]
 fn sampler_loads_and_agrees_with_proc_on_linux_6_1() {
-    let Some(stdout) = in_guest(GUEST) else {
+    let Some(stdout) = in_guest(GUEST, &[]) else {
         return;
     };
     let kernel = field(&stdout, "=== kernel");

@@ -55,13 +55,18 @@
 //!                                    sends N bytes to it in sends of CHUNK bytes (udp:
 //!                                    datagrams), prints "sent BYTES SENDS" and exits (or
 //!                                    stays)
+//!   ks-workload net-exec-thread PORT N
+//!                                    sends N bytes of UDP to 127.0.0.1:PORT, then a thread
+//!                                    other than the main one execs `net-send udp PORT N
+//!                                    1000 stay` (the same pid, the counters carried over)
 //!   ks-workload net-fill N SIZE [exit]
 //!                                    N child processes that each send one UDP datagram of
 //!                                    SIZE bytes to 127.0.0.1:9 and then sleep (or, with
-//!                                    `exit`, exit together once all have sent, each taking
-//!                                    an entry of the exited processes' network table, and
-//!                                    stay zombies); "ready N" once all have sent; the
-//!                                    children die (are reaped) with us
+//!                                    `exit`: "sent N" once all have sent, then at a line
+//!                                    on stdin they exit together, each taking an entry of
+//!                                    the exited processes' network table, and stay
+//!                                    zombies); "ready N" once all have sent (and were told
+//!                                    to exit); the children die (are reaped) with us
 //!   ks-workload dstate               block in uninterruptible sleep (D): a vfork-style
 //!                                    clone whose child never execs ("ready CHILD_PID";
 //!                                    kill the child to release us)
@@ -70,7 +75,7 @@ use std::time::Duration;
 
 #[path = "ks-workload/net.rs"]
 mod net;
-use net::{net_fill, net_recv, net_send};
+use net::{net_exec_thread, net_fill, net_recv, net_send};
 
 fn ready_and_wait() -> ! {
     wait_after("ready")
@@ -352,6 +357,7 @@ fn main() {
         Some("net-recv") => net_recv(&args),
         Some("net-send") => net_send(&args),
         Some("net-fill") => net_fill(&args),
+        Some("net-exec-thread") => net_exec_thread(&args),
         Some("syscall-cost") => {
             use std::os::fd::AsRawFd;
             let n = arg(&args, 2, "N");

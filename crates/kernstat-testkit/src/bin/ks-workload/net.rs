@@ -1,4 +1,5 @@
-//! The network workloads: `net-recv`, `net-send` and `net-fill` (see the binary's header).
+//! The network workloads: `net-recv`, `net-send`, `net-fill` and `net-exec-thread` (see
+//! the binary's header).
 
 use super::*;
 
@@ -123,7 +124,11 @@ pub fn net_fill(args: &[String]) -> ! {
         sent += u64::from(byte[0]);
     }
     if exit {
-        // They exit now, and stay zombies (not reaped) until we die.
+        // When told (a line on stdin), they exit, and stay zombies (not reaped) until
+        // we die.
+        println!("sent {sent}");
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stdin().read_line(&mut String::new());
         // SAFETY: closing our own descriptor.
         unsafe { libc::close(go[1]) };
     }
@@ -175,4 +180,36 @@ pub fn net_send(args: &[String]) {
         wait_after(&line);
     }
     println!("{line}");
+}
+
+/// Sends N bytes of UDP to 127.0.0.1:PORT in 1,000-byte datagrams, then a second thread
+/// execs `net-send udp PORT N 1000 stay` (de_thread makes it the leader, same pid).
+pub fn net_exec_thread(args: &[String]) -> ! {
+    let port = args.get(2).expect("net-exec-thread PORT N").clone();
+    let n = arg(args, 3, "N");
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut sent = 0;
+    while sent < n {
+        let want = 1000.min(n - sent) as usize;
+        sent += sock
+            .send_to(
+                &vec![b'e'; want],
+                ("127.0.0.1", port.parse::<u16>().unwrap()),
+            )
+            .unwrap() as u64;
+    }
+    let me = std::env::current_exe().unwrap();
+    let t = std::thread::spawn(move || {
+        let e = std::os::unix::process::CommandExt::exec(std::process::Command::new(me).args([
+            "net-send",
+            "udp",
+            &port,
+            &n.to_string(),
+            "1000",
+            "stay",
+        ]));
+        panic!("exec: {e}");
+    });
+    let _ = t.join();
+    unreachable!("the exec replaces the process")
 }
