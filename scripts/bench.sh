@@ -754,9 +754,9 @@ section_biolat() {
     wait $p 2>/dev/null || true
   done
   sysctl -qw kernel.bpf_stats_enabled=0
-  echo "== fio IOPS with kernstat biolat attached vs without: 7 alternating 5 s runs, medians"
-  local base=() with=() b w
-  for _ in $(seq 7); do
+  echo "== fio IOPS without a tracer, with kernstat biolat, with biolatency: 9 rounds of 5 s runs in turn, medians"
+  local base=() with=() peer=() b w l
+  for _ in $(seq 9); do
     base+=("$(fio_iops 5)")
     $K biolat 1 100 >/dev/null 2>&1 &
     p=$!
@@ -764,10 +764,18 @@ section_biolat() {
     with+=("$(fio_iops 5)")
     kill -INT $p 2>/dev/null || true
     wait $p 2>/dev/null || true
+    /usr/sbin/biolatency 1 100 >/dev/null 2>&1 &
+    p=$!
+    sleep 2
+    peer+=("$(fio_iops 5)")
+    kill -INT $p 2>/dev/null || true
+    wait $p 2>/dev/null || true
   done
   b=$(printf '%s\n' "${base[@]}" | median)
   w=$(printf '%s\n' "${with[@]}" | median)
-  awk -v b="$b" -v w="$w" 'BEGIN { printf "without %.0f  with %.0f  ratio %.3f\n", b, w, w/b }'
+  l=$(printf '%s\n' "${peer[@]}" | median)
+  echo "without: ${base[*]}"
+  awk -v b="$b" -v w="$w" -v l="$l" 'BEGIN { printf "medians: without %.0f  kernstat %.0f (%.3f)  biolatency %.0f (%.3f)\n", b, w, w/b, l, l/b }'
   losetup -d "$dev"
   rm -rf "$dir"
 }
