@@ -61,6 +61,9 @@ __u64 busy_total_ns = 0;
 /* Per-walk counters, reset when a walk starts (only the iterator touches them). */
 __u64 walk_tasks = 0, walk_procs = 0, walk_running = 0, walk_blocked = 0, walk_zombies = 0;
 __u64 storage_failures = 0;
+/* Whether a network counter shares `net_live` (userspace sets it): without one, no
+ * lookup per process. */
+__u32 net_shared = 0;
 
 struct ks_walk_summary summary = {};
 
@@ -170,9 +173,22 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	rec.tgid = reader_pidns_inum ? ks_ns_pid(task, reader_pidns_inum, true) : task->tgid;
 	rec.start_ns = task->start_time;
 	sig = task->signal;
-	g.head = &sig->thread_head;
-	g.pos = BPF_CORE_READ(sig, thread_head.next);
-	bpf_loop(KS_MAX_THREADS, add_thread, &g, 0);
+	if (sig->nr_threads == 1) {
+		/* The leader is the group's only thread (a zombie leader still counts in
+		 * nr_threads while another thread lives): its own counters, by typed loads,
+		 * instead of five probe reads in a walk of one (most processes; measured in
+		 * `bar --bench` at 300 processes, the probe reads were ~11 % of a sample). */
+		g.cpu_ns = task->se.sum_exec_runtime;
+		g.read_bytes = task->ioac.read_bytes;
+		g.write_bytes = task->ioac.write_bytes;
+		g.run_delay = task->sched_info.run_delay;
+		g.d_threads = state == 'D';
+		g.complete = 1;
+	} else {
+		g.head = &sig->thread_head;
+		g.pos = BPF_CORE_READ(sig, thread_head.next);
+		bpf_loop(KS_MAX_THREADS, add_thread, &g, 0);
+	}
 	if (!g.complete)
 		rec.flags |= KS_PROC_PARTIAL;
 	if (g.d_threads)
@@ -191,7 +207,8 @@ int sample_tasks(struct bpf_iter__task *ctx)
 	__builtin_memcpy(rec.comm, task->comm, KS_COMM_LEN);
 	bpf_seq_write(seq, &rec, sizeof(rec));
 
-	ks_net_write(seq, task, net_header, sizeof(net_header));
+	if (net_shared)
+		ks_net_write(seq, task, net_header, sizeof(net_header));
 	return 0;
 }
 

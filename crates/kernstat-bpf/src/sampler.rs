@@ -198,9 +198,21 @@ impl Sampler {
     }
 
     /// The task-local storage the walk reads network counters from, for
-    /// [`crate::net::Net::load_with`].
+    /// [`crate::net::Net::load_with`]; the walk reads it once [`Sampler::read_net`]
+    /// says so.
     pub fn net_storage(&self) -> BorrowedFd<'_> {
         self.skel.maps.net_live.as_fd()
+    }
+
+    /// Whether the walk writes the network counters (a `Net` shares the storage and
+    /// they are shown): otherwise it looks up no storage for them.
+    pub fn read_net(&mut self, on: bool) {
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            bss.net_shared = u32::from(on);
+        }
+        if !on {
+            self.net.clear();
+        }
     }
 
     /// The live processes' network counters the last walk read (empty unless a `Net`

@@ -233,6 +233,7 @@ fn threads_sending_at_once_are_counted_exactly() {
     let mut sampler = kernstat_bpf::sampler::Sampler::load().expect("load the sampler");
     let mut shared =
         Net::load_with(false, Some(sampler.net_storage())).expect("load sharing the storage");
+    sampler.read_net(true);
     const THREADS: u64 = 4;
     const EACH: u64 = 20_000;
     const SIZE: usize = 100;

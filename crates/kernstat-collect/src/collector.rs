@@ -57,7 +57,7 @@ impl Collector {
     pub fn open(opts: &CollectOptions) -> io::Result<Self> {
         let system = SystemReader::open(&opts.roots)?;
         let hardware = HardwareReader::discover(&opts.roots, &opts.temp);
-        let (tasks, fallback_reason) = if opts.no_bpf {
+        let (mut tasks, fallback_reason) = if opts.no_bpf {
             (
                 Tasks::Procfs(ProcfsTasks::open(&opts.roots)?),
                 Some("--no-bpf".to_string()),
@@ -80,7 +80,12 @@ impl Collector {
                 Tasks::Procfs(_) => None,
             };
             match Net::load_with(false, share) {
-                Ok(n) => (Some(n), None),
+                Ok(n) => {
+                    if let Tasks::Bpf(s) = &mut tasks {
+                        s.read_net(true);
+                    }
+                    (Some(n), None)
+                }
                 Err(e) => (None, Some(describe(&e))),
             }
         };
@@ -229,6 +234,9 @@ impl Collector {
         }
         if !processes {
             self.net = None;
+            if let Tasks::Bpf(s) = &mut self.tasks {
+                s.read_net(false);
+            }
         }
     }
 

@@ -128,8 +128,18 @@ pub fn process_rates<P: ProcessCounters>(
     out: &mut Vec<Rates>,
 ) {
     out.clear();
+    // Both sorted by pid: one merge, not a binary search per process (5.6 % of a `bar`
+    // sample at 300 processes in `perf record`).
+    let mut j = 0;
     for p in cur {
-        out.push(rates_of(p, find(prev, p.pid(), p.start_ns()), dt_s));
+        while prev.get(j).is_some_and(|q| q.pid() < p.pid()) {
+            j += 1;
+        }
+        let before = prev[j..]
+            .iter()
+            .take_while(|q| q.pid() == p.pid())
+            .find(|q| q.start_ns() == p.start_ns());
+        out.push(rates_of(p, before, dt_s));
     }
     if children == Children::OwnRows || dt_s <= 0.0 {
         return;
