@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the numbers in docs/measured.md. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat cgroups record, and screenshot (default: all but screenshot). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat tcp cgroups record, and screenshot (default: all but screenshot). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -780,6 +780,65 @@ section_biolat() {
   rm -rf "$dir"
 }
 
+# Per-program run time per event of process $1's BPF programs, printed as $2's.
+prog_each() {
+  bpftool prog show -j 2>/dev/null | python3 -c '
+import glob, json, sys
+ids = set()
+for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
+    try:
+        ids |= {int(l.split()[1]) for l in open(f) if l.startswith("prog_id:")}
+    except OSError:
+        pass
+for p in json.load(sys.stdin):
+    n = p.get("run_cnt", 0)
+    if p.get("id") in ids and n:
+        print("%s: %s: %.1f ns x %d" % (sys.argv[2], p["name"], p["run_time_ns"] / n, n))' "$1" "$2"
+}
+
+# TCP retransmits and connects: the hooks' cost per event against bpftrace's count() on
+# the same tracepoints, in two namespaces of their own joined by veth with 1 % of the
+# receiver's input dropped (nftables), under a 200 MB iperf3 transfer and 200 connects.
+section_tcp() {
+  command -v iperf3 >/dev/null && command -v nft >/dev/null || { echo "== tcp: needs iperf3 and nft"; return; }
+  local s=ksbs$$ r=ksbr$$ p tracer srv
+  ip netns add $s
+  ip netns add $r
+  ip link add kvb$$a netns $s type veth peer name kvb$$b netns $r
+  ip -n $s addr add 10.79.1.1/24 dev kvb$$a
+  ip -n $s link set kvb$$a up
+  ip -n $s link set lo up
+  ip -n $r addr add 10.79.1.2/24 dev kvb$$b
+  ip -n $r link set kvb$$b up
+  ip -n $r link set lo up
+  printf 'table inet ksloss {\n chain in {\n  type filter hook input priority 0;\n  ip saddr 10.79.1.1 tcp dport 5298 numgen random mod 100 < 1 drop\n }\n}\n' |
+    ip netns exec $r nft -f -
+  ip netns exec $r iperf3 -s -p 5298 >/dev/null 2>&1 &
+  srv=$!
+  sleep 0.5
+  echo "== tcp hooks per event (BPF run-time stats): iperf3 -n 200M under 1 % loss, then 200 connects"
+  sysctl -qw kernel.bpf_stats_enabled=1
+  for tracer in kernstat bpftrace; do
+    if [ $tracer = kernstat ]; then
+      $K tcp 1 100 >/dev/null 2>&1 &
+    else
+      bpftrace -e 'tracepoint:tcp:tcp_retransmit_skb { @r = count(); } tracepoint:sock:inet_sock_set_state { @s = count(); }' >/dev/null 2>&1 &
+    fi
+    p=$!
+    sleep 3
+    ip netns exec $s iperf3 -c 10.79.1.2 -p 5298 -n 200M >/dev/null 2>&1 || true
+    for _ in $(seq 200); do ip netns exec $s bash -c 'exec 3<>/dev/tcp/10.79.1.2/5298' 2>/dev/null || true; done
+    prog_each $p $tracer
+    kill -INT $p 2>/dev/null || true
+    wait $p 2>/dev/null || true
+  done
+  sysctl -qw kernel.bpf_stats_enabled=0
+  kill $srv 2>/dev/null || true
+  wait $srv 2>/dev/null || true
+  ip netns del $s
+  ip netns del $r
+}
+
 # CPU of one systemd-cgtop refresh, µs: (-n 21) - (-n 1) over 20 refreshes, median of 5.
 cgtop_us() {
   python3 - <<'PY'
@@ -945,5 +1004,5 @@ section_screenshot() {
 }
 
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat cgroups record)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat tcp cgroups record)
 for s in "${sections[@]}"; do "section_$s"; done
