@@ -152,6 +152,12 @@ impl Snapshot {
         }
     }
 
+    /// Its groups by path, to pair them with another snapshot's: a lookup per group,
+    /// where a scan per group made a pass over 1,000 groups a million comparisons.
+    pub fn groups_by_path(&self) -> std::collections::HashMap<&str, &GroupSnap> {
+        self.groups.iter().map(|g| (g.path.as_str(), g)).collect()
+    }
+
     /// The reading of the same process in this snapshot (sorted by pid).
     pub fn proc(&self, pid: u32, start: u64) -> Option<&ProcSnap> {
         let i = self.procs.partition_point(|p| p.pid < pid);

@@ -25,14 +25,11 @@ fn a_process_that_sleeps_100_ms_twenty_times_is_off_cpu_twenty_times_for_100_ms(
     let pid = sleeper.id().to_string();
     // Until Ctrl-C, which prints the whole run: a fixed interval could end before the
     // twentieth sleep on a loaded machine (19 seen in CI).
-    let (trace, _err) = common::traced(&["runqlat", "--offcpu", "-p", &pid, "--json"]);
+    let (trace, err) = common::traced(&["runqlat", "--offcpu", "-p", &pid, "--json"]);
     use std::io::Write;
     sleeper.stdin.take().unwrap().write_all(b"go\n").unwrap();
     assert!(sleeper.wait().unwrap().success());
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(trace.id() as i32, libc::SIGINT) };
-    let out = trace.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = common::interrupt(trace, err);
     let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     let count = v["count"].as_u64().unwrap();
     let p50 = v["p50"].as_f64().unwrap();

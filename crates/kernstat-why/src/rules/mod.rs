@@ -247,13 +247,14 @@ fn top_parties(mut v: Vec<(&crate::ProcSnap, u64)>, whole: f64, n: usize) -> Vec
 
 /// Groups whose pressure of kind `i` (cpu 0, memory 1, io 2) grew most: victims.
 fn group_victims(w: &Window<'_>, i: usize, n: usize) -> Vec<Party> {
+    let start = w.start.groups_by_path();
     let mut v: Vec<Party> = w
         .end
         .groups
         .iter()
         .filter(|g| g.path != "/")
         .filter_map(|g| {
-            let b = w.start.groups.iter().find(|x| x.path == g.path)?;
+            let b = start.get(g.path.as_str())?;
             let d = g.psi_us[i]?.saturating_sub(b.psi_us[i]?);
             (d > 0).then(|| Party {
                 pid: None,

@@ -104,11 +104,12 @@ pub(super) fn cpu(w: &Window<'_>, t: &Thresholds) -> Finding {
 /// length, as one task could wait no longer: cpu.stat sums its CPUs' throttled time).
 pub(super) fn throttled_groups<'a>(w: &Window<'a>) -> Vec<(&'a str, u64)> {
     let window_ns = (w.dt_s * 1e9) as u64;
+    let start = w.start.groups_by_path();
     w.end
         .groups
         .iter()
         .filter_map(|g| {
-            let before = w.start.groups.iter().find(|x| x.path == g.path)?;
+            let before = start.get(g.path.as_str())?;
             let d = g.throttled_us?.checked_sub(before.throttled_us?)?;
             (d > 0).then(|| (g.path.as_str(), (d * 1000).min(window_ns)))
         })
@@ -253,11 +254,9 @@ pub(super) fn io(w: &Window<'_>, t: &Thresholds) -> Finding {
 
 pub(super) fn throttling(w: &Window<'_>, t: &Thresholds) -> Finding {
     let mut worst: Option<(&crate::GroupSnap, f64)> = None;
+    let start = w.start.groups_by_path();
     for g in &w.end.groups {
-        let (Some(now), Some(b)) = (
-            g.throttled_us,
-            w.start.groups.iter().find(|x| x.path == g.path),
-        ) else {
+        let (Some(now), Some(b)) = (g.throttled_us, start.get(g.path.as_str())) else {
             continue;
         };
         let share =

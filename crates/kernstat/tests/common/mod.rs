@@ -83,6 +83,36 @@ pub fn traced(args: &[&str]) -> (std::process::Child, std::thread::JoinHandle<St
     (child, rest)
 }
 
+/// Stops a [`traced`] command as Ctrl-C would and returns its stdout: it must exit, with
+/// success, within 30 s (a lost signal fails the test instead of hanging the suite).
+#[allow(dead_code)]
+pub fn interrupt(
+    mut child: std::process::Child,
+    stderr: std::thread::JoinHandle<String>,
+) -> String {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the tracer did not end within 30 s of SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut o, &mut out);
+    }
+    let said = stderr.join().unwrap();
+    assert!(status.success(), "the tracer exited with {status}: {said}");
+    out
+}
+
 /// Runs kernstat to completion: (exit code, stdout, stderr).
 pub fn run(args: &[&str]) -> (Option<i32>, String, String) {
     let out = command().args(args).output().expect("run kernstat");
