@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use ratatui::layout::{Constraint, Rect};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::widgets::{Cell, Row, Table};
 use ratatui::Frame;
 
 use kernstat_render::table::write_cputime;
@@ -150,138 +150,92 @@ fn shown_columns(width: u16, shown: impl Fn(SortKey) -> bool) -> Vec<&'static Co
     cols
 }
 
+/// Writes `text` at (x, y), at most `width` cells of it, right-aligned in them when
+/// `right`; the cells keep the row's style.
+fn put(buffer: &mut Buffer, x: u16, y: u16, width: u16, text: &str, right: bool) {
+    let shown = display_width(text).min(width as usize) as u16;
+    let x = if right { x + (width - shown) } else { x };
+    buffer.set_stringn(x, y, text, shown as usize, Style::default());
+}
+
+/// Terminal cells `text` takes (ASCII: its length, without a width lookup per char).
+fn display_width(text: &str) -> usize {
+    if text.is_ascii() {
+        text.len()
+    } else {
+        unicode_width::UnicodeWidthStr::width(text)
+    }
+}
+
+/// The table, written straight into the frame's buffer: a row is its style over the
+/// line, then each cell's text (no Row, Cell and Span per cell, and no layout solver:
+/// `perf record` of a refresh found building those ~40 % of the draw).
 pub(super) fn draw_table(f: &mut Frame, app: &mut App, area: Rect) {
     let cols = shown_columns(area.width, crate::keys::shown_columns(app));
     let height = area.height.saturating_sub(1) as usize;
     app.page = height;
     app.table_top = area.y;
     app.view.scroll_into_view(height);
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let buffer = f.buffer_mut();
+    let right_edge = area.x + area.width;
+    // Where each column starts, as many as fit.
+    let mut starts: Vec<(u16, &Col)> = Vec::with_capacity(cols.len());
+    let mut x = area.x;
+    for c in &cols {
+        if x >= right_edge {
+            break;
+        }
+        starts.push((x, c));
+        x = x.saturating_add(c.width + 1);
+    }
+    let cmd_x = x.min(right_edge);
     // Header, with the sort column marked, and where each title is on screen.
     app.header_hits.clear();
-    let mut x = area.x;
-    let mut titles: Vec<Cell> = Vec::with_capacity(cols.len() + 1);
-    let arrow = if app.view.descending { "▼" } else { "▲" };
-    for c in &cols {
-        app.header_hits.push((x, x + c.width + 1, c.key));
-        x += c.width + 1;
-        let t = if c.key == app.view.sort {
-            format!("{}{arrow}", c.title)
-        } else {
-            c.title.to_string()
-        };
-        let t = if c.right {
-            format!("{t:>w$}", w = c.width as usize)
-        } else {
-            t
-        };
-        titles.push(Cell::from(t));
-    }
-    app.header_hits.push((x, area.x + area.width, SortKey::Cmd));
-    let mut cmd_title = String::from("COMMAND");
-    if app.view.sort == SortKey::Cmd {
-        cmd_title.push_str(arrow);
-    }
-    if app.view.tree {
-        cmd_title.push_str(" (tree)");
-    }
-    titles.push(Cell::from(cmd_title));
     let head_style = if app.color {
         Style::default().bg(Color::Green).fg(Color::Black)
     } else {
         Style::default().add_modifier(Modifier::REVERSED)
     };
-    let header = Row::new(titles).style(head_style);
+    buffer.set_style(Rect::new(area.x, area.y, area.width, 1), head_style);
+    let arrow = if app.view.descending { "▼" } else { "▲" };
+    let mut buf = String::new();
+    for &(x, c) in &starts {
+        app.header_hits.push((x, x + c.width + 1, c.key));
+        buf.clear();
+        buf.push_str(c.title);
+        if c.key == app.view.sort {
+            buf.push_str(arrow);
+        }
+        let width = c.width.min(right_edge - x);
+        put(buffer, x, area.y, width, &buf, c.right);
+    }
+    app.header_hits.push((cmd_x, right_edge, SortKey::Cmd));
+    buf.clear();
+    buf.push_str("COMMAND");
+    if app.view.sort == SortKey::Cmd {
+        buf.push_str(arrow);
+    }
+    if app.view.tree {
+        buf.push_str(" (tree)");
+    }
+    put(buffer, cmd_x, area.y, right_edge - cmd_x, &buf, false);
 
     let cursor = app.view.cursor();
-    let mut rows: Vec<Row> = Vec::with_capacity(height);
     let mut prefix = String::new();
-    let mut buf = String::new();
-    for (n, line) in app
+    for (row, (n, line)) in app
         .view
         .lines()
         .iter()
         .enumerate()
         .skip(app.view.offset)
         .take(height)
+        .enumerate()
     {
+        let y = area.y + 1 + row as u16;
         let p = &app.view.procs[line.index];
-        let mut cells: Vec<Cell> = Vec::with_capacity(cols.len() + 1);
-        for c in &cols {
-            buf.clear();
-            match c.key {
-                SortKey::Pid => {
-                    let _ = write!(buf, "{}", p.pid);
-                }
-                SortKey::User => buf.push_str(&p.user),
-                SortKey::Pri => {
-                    let _ = write!(buf, "{}", p.prio);
-                }
-                SortKey::Nice => {
-                    let _ = write!(buf, "{}", p.nice);
-                }
-                SortKey::Threads => {
-                    let _ = write!(buf, "{}", p.threads);
-                }
-                SortKey::State => buf.push(p.state),
-                SortKey::Cpu => {
-                    let _ = write!(buf, "{:.1}", p.cpu_percent);
-                }
-                SortKey::Mem => human_bytes(&mut buf, p.rss_bytes as f64),
-                SortKey::Read => human_bytes(&mut buf, p.read_bps),
-                SortKey::Write => human_bytes(&mut buf, p.write_bps),
-                SortKey::NetRx | SortKey::NetTx => {
-                    let v = if c.key == SortKey::NetRx {
-                        p.net_rx_bps
-                    } else {
-                        p.net_tx_bps
-                    };
-                    match v {
-                        Some(v) => human_bytes(&mut buf, v),
-                        None => buf.push('-'),
-                    }
-                }
-                SortKey::Time => {
-                    let _ = write_cputime(&mut buf, p.cpu_ns);
-                }
-                SortKey::RunqP99 => match p.runq_p99_us {
-                    Some(v) => {
-                        let _ = write!(buf, "{v:.0}");
-                    }
-                    None => buf.push('-'),
-                },
-                SortKey::WriteCalls => match p.write_calls_per_s {
-                    Some(v) => {
-                        let _ = write!(buf, "{v:.0}");
-                    }
-                    None => buf.push('-'),
-                },
-                SortKey::SmallShare => match p.small_write_share {
-                    Some(v) => {
-                        let _ = write!(buf, "{:.0}", v * 100.0);
-                    }
-                    None => buf.push('-'),
-                },
-                SortKey::Retrans => match p.tcp_retrans_per_s {
-                    Some(v) => {
-                        let _ = write!(buf, "{v:.1}");
-                    }
-                    None => buf.push('-'),
-                },
-                SortKey::Cmd => {}
-            }
-            let w = c.width as usize;
-            let text = if c.right {
-                format!("{buf:>w$}")
-            } else {
-                buf.chars().take(w).collect()
-            };
-            cells.push(Cell::from(text));
-        }
-        tree_prefix(line, &mut prefix);
-        let mut cmd = String::with_capacity(prefix.len() + p.cmd.len());
-        cmd.push_str(&prefix);
-        cmd.push_str(&p.cmd);
-        cells.push(Cell::from(cmd));
         let mut style = Style::default();
         if p.kthread && app.color {
             style = style.fg(Color::DarkGray);
@@ -293,10 +247,84 @@ pub(super) fn draw_table(f: &mut Frame, app: &mut App, area: Rect) {
                 Style::default().add_modifier(Modifier::REVERSED)
             };
         }
-        rows.push(Row::new(cells).style(style));
+        if style != Style::default() {
+            buffer.set_style(Rect::new(area.x, y, area.width, 1), style);
+        }
+        for &(x, c) in &starts {
+            buf.clear();
+            cell_text(&mut buf, c.key, p);
+            put(buffer, x, y, c.width.min(right_edge - x), &buf, c.right);
+        }
+        tree_prefix(line, &mut prefix);
+        buf.clear();
+        buf.push_str(&prefix);
+        buf.push_str(&p.cmd);
+        put(buffer, cmd_x, y, right_edge - cmd_x, &buf, false);
     }
-    let mut widths: Vec<Constraint> = cols.iter().map(|c| Constraint::Length(c.width)).collect();
-    widths.push(Constraint::Fill(1));
-    let table = Table::new(rows, widths).header(header).column_spacing(1);
-    f.render_widget(table, area);
+}
+
+/// One cell's text (the command is not one of them).
+fn cell_text(buf: &mut String, key: SortKey, p: &kernstat_top::view::Proc) {
+    match key {
+        SortKey::Pid => {
+            let _ = write!(buf, "{}", p.pid);
+        }
+        SortKey::User => buf.push_str(&p.user),
+        SortKey::Pri => {
+            let _ = write!(buf, "{}", p.prio);
+        }
+        SortKey::Nice => {
+            let _ = write!(buf, "{}", p.nice);
+        }
+        SortKey::Threads => {
+            let _ = write!(buf, "{}", p.threads);
+        }
+        SortKey::State => buf.push(p.state),
+        SortKey::Cpu => {
+            let _ = write!(buf, "{:.1}", p.cpu_percent);
+        }
+        SortKey::Mem => human_bytes(buf, p.rss_bytes as f64),
+        SortKey::Read => human_bytes(buf, p.read_bps),
+        SortKey::Write => human_bytes(buf, p.write_bps),
+        SortKey::NetRx | SortKey::NetTx => {
+            let v = if key == SortKey::NetRx {
+                p.net_rx_bps
+            } else {
+                p.net_tx_bps
+            };
+            match v {
+                Some(v) => human_bytes(buf, v),
+                None => buf.push('-'),
+            }
+        }
+        SortKey::Time => {
+            let _ = write_cputime(buf, p.cpu_ns);
+        }
+        SortKey::RunqP99 | SortKey::WriteCalls => {
+            let v = if key == SortKey::RunqP99 {
+                p.runq_p99_us
+            } else {
+                p.write_calls_per_s
+            };
+            match v {
+                Some(v) => {
+                    let _ = write!(buf, "{v:.0}");
+                }
+                None => buf.push('-'),
+            }
+        }
+        SortKey::SmallShare => match p.small_write_share {
+            Some(v) => {
+                let _ = write!(buf, "{:.0}", v * 100.0);
+            }
+            None => buf.push('-'),
+        },
+        SortKey::Retrans => match p.tcp_retrans_per_s {
+            Some(v) => {
+                let _ = write!(buf, "{v:.1}");
+            }
+            None => buf.push('-'),
+        },
+        SortKey::Cmd => {}
+    }
 }
