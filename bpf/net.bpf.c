@@ -320,7 +320,7 @@ int BPF_PROG(net_exit, struct task_struct *task)
 		__builtin_memcpy(v, &p->val, sizeof(*v));
 		return 0;
 	}
-	p->key.tgid = 0;
+	__sync_lock_test_and_set(&p->key.tgid, 0); /* a full barrier before `seen` is read */
 	for (int d = 0; d < 2; d++)
 		for (int k = 0; k < KS_NET_NKINDS; k++) {
 			unseen_bytes[d][k] = p->val.bytes[d][k] - p->seen_bytes[d][k];

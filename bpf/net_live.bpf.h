@@ -18,22 +18,35 @@ struct {
 	__type(value, struct ks_net_proc);
 } net_live SEC(".maps");
 
-/* Writes leader `task`'s counters into an iterator's output, if it has any, and keeps
- * them as seen. A send in the nanoseconds between the write and the copy counts as
- * seen without being written: it is missed only if the process then exits without a
- * place in `exited` (net.bpf.c's net_exit). */
+/* A record as the iterators write it: the first KS_NET_REC_LEN bytes of the storage. */
+struct ks_net_rec {
+	struct ks_net_key key;
+	struct ks_net_val val;
+};
+
+/* Writes leader `task`'s counters into an iterator's output, if it has any: one copy,
+ * kept as seen before it is written. net_exit, for an exit without a place in `exited`,
+ * takes the key (tgid 0) and then adds what is past `seen` to its user's counters; the
+ * walk writes only if the key is still there after keeping `seen` (the atomic read
+ * orders the two). So a walk and an exit at the same moment never both count the same
+ * bytes: at worst (the walk kept `seen`, then found the key taken) one walk's bytes of
+ * that process are in neither. */
 static __always_inline void ks_net_write(struct seq_file *seq, struct task_struct *task,
 					 const __u8 *header, __u32 header_len)
 {
 	struct ks_net_proc *p = bpf_task_storage_get(&net_live, task, 0, 0);
+	struct ks_net_rec copy;
 
 	if (!p || !p->key.tgid)
 		return;
+	__builtin_memcpy(&copy, p, sizeof(copy));
+	__builtin_memcpy(p->seen_bytes, copy.val.bytes, sizeof(p->seen_bytes));
+	__builtin_memcpy(p->seen_calls, copy.val.calls, sizeof(p->seen_calls));
+	if (!__sync_fetch_and_or(&p->key.tgid, 0))
+		return;
 	if (header_len)
 		bpf_seq_write(seq, header, header_len);
-	bpf_seq_write(seq, p, KS_NET_REC_LEN);
-	__builtin_memcpy(p->seen_bytes, p->val.bytes, sizeof(p->seen_bytes));
-	__builtin_memcpy(p->seen_calls, p->val.calls, sizeof(p->seen_calls));
+	bpf_seq_write(seq, &copy, sizeof(copy));
 }
 
 #endif /* KERNSTAT_NET_LIVE_BPF_H */

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the numbers in docs/measured.md. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat tcp cgroups record, and screenshot (default: all but screenshot). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat tcp cgroups record, and screenshot and rezolus (default: all but screenshot). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -726,8 +726,11 @@ section_biolat() {
   command -v fio >/dev/null || { echo "== biolat: fio is not installed"; return; }
   local dir dev p r
   dir=$(mktemp -d /var/tmp/ksbio.XXXXXX)
-  truncate -s 2G "$dir/disk"
+  # Written whole: a sparse file's first writes allocate, which would slow whichever
+  # run comes first.
+  dd if=/dev/zero of="$dir/disk" bs=1M count=2048 status=none
   dev=$(losetup --find --show --direct-io=on "$dir/disk")
+  trap 'sysctl -qw kernel.bpf_stats_enabled=0; losetup -d "$dev"; rm -rf "$dir"; trap - RETURN' RETURN
   fio_iops() {
     fio --name=r --filename="$dev" --direct=1 --rw=randrw --bs=4k --iodepth=16 \
       --ioengine=libaio --runtime="$1" --time_based --size=1G --output-format=json |
@@ -748,7 +751,7 @@ section_biolat() {
     p=$!
     sleep 3
     fio_iops 10 >/dev/null
-    read -r r n < <(per_request $p)
+    read -r r n < <(per_request $p) || true
     echo "$tracer: $r ns per request x $n"
     kill -INT $p 2>/dev/null || true
     wait $p 2>/dev/null || true
@@ -776,8 +779,6 @@ section_biolat() {
   l=$(printf '%s\n' "${peer[@]}" | median)
   echo "without: ${base[*]}"
   awk -v b="$b" -v w="$w" -v l="$l" 'BEGIN { printf "medians: without %.0f  kernstat %.0f (%.3f)  biolatency %.0f (%.3f)\n", b, w, w/b, l, l/b }'
-  losetup -d "$dev"
-  rm -rf "$dir"
 }
 
 # Per-program run time per event of process $1's BPF programs, printed as $2's.
@@ -802,6 +803,7 @@ for p in json.load(sys.stdin):
 section_tcp() {
   command -v iperf3 >/dev/null && command -v nft >/dev/null || { echo "== tcp: needs iperf3 and nft"; return; }
   local s=ksbs$$ r=ksbr$$ p tracer srv
+  trap 'sysctl -qw kernel.bpf_stats_enabled=0; ip netns del '$s' 2>/dev/null; ip netns del '$r' 2>/dev/null; trap - RETURN' RETURN
   ip netns add $s
   ip netns add $r
   ip link add kvb$$a netns $s type veth peer name kvb$$b netns $r
@@ -828,15 +830,72 @@ section_tcp() {
     sleep 3
     ip netns exec $s iperf3 -c 10.79.1.2 -p 5298 -n 200M >/dev/null 2>&1 || true
     for _ in $(seq 200); do ip netns exec $s bash -c 'exec 3<>/dev/tcp/10.79.1.2/5298' 2>/dev/null || true; done
-    prog_each $p $tracer
+    prog_each $p $tracer || true
     kill -INT $p 2>/dev/null || true
     wait $p 2>/dev/null || true
   done
   sysctl -qw kernel.bpf_stats_enabled=0
   kill $srv 2>/dev/null || true
   wait $srv 2>/dev/null || true
-  ip netns del $s
-  ip netns del $r
+}
+
+# The default daemon beside rezolus' default agent, 60 s windows, both at once: each
+# one's process CPU (all threads) plus its BPF programs' run time, and resident memory;
+# idle, then under stress-ng --switch 1 --cpu 1; with READ=1 each is read once a second.
+# Needs rezolus built from its repository: REZOLUS=/path/to/rezolus REZOLUS_CONFIG=agent.toml.
+section_rezolus() {
+  [ -x "${REZOLUS:-}" ] || { echo "== rezolus: set REZOLUS to a built rezolus binary"; return; }
+  local dir kp rp cl="" sp
+  dir=$(mktemp -d)
+  sysctl -qw kernel.bpf_stats_enabled=1
+  "$REZOLUS" "${REZOLUS_CONFIG:?the agent config file}" >/dev/null 2>&1 &
+  rp=$!
+  if [ "${READ:-0}" = 1 ]; then
+    $K daemon --socket "$dir/sock" --metrics 127.0.0.1:19664 >/dev/null 2>&1 &
+    kp=$!
+    (while :; do curl -s -o /dev/null 127.0.0.1:19664/metrics; curl -s -o /dev/null 127.0.0.1:4241/metrics/binary; sleep 1; done) &
+    cl=$!
+  else
+    $K daemon --socket "$dir/sock" >/dev/null 2>&1 &
+    kp=$!
+  fi
+  sleep 10
+  rz_window() {
+    local t0 t1 k0 k1 r0 r1 kb0 kb1 rb0 rb1
+    t0=$(date +%s%N); k0=$(proc_ns $kp); r0=$(proc_ns $rp); kb0=$(per_prog_ns $kp); rb0=$(per_prog_ns $rp)
+    sleep 60
+    t1=$(date +%s%N); k1=$(proc_ns $kp); r1=$(proc_ns $rp); kb1=$(per_prog_ns $kp); rb1=$(per_prog_ns $rp)
+    awk -v l="$1" -v t=$((t1 - t0)) -v k="$k0" -v K="$k1" -v r="$r0" -v R="$r1" -v kb=$((kb1 - kb0)) -v rb=$((rb1 - rb0)) \
+      -v km="$(awk '/VmRSS/ {print $2}' /proc/$kp/status)" -v rm="$(awk '/VmRSS/ {print $2}' /proc/$rp/status)" 'BEGIN {
+      k = K - k; r = R - r; kc = (k + kb) / t * 100; rc = (r + rb) / t * 100
+      printf "%s: kernstat %.4f%% of a core (process %.4f + BPF %.4f), %d KiB; rezolus %.4f%% (process %.4f + BPF %.4f), %d KiB; CPU 1/%.1f, memory 1/%.1f\n",
+        l, kc, k/t*100, kb/t*100, km, rc, r/t*100, rb/t*100, rm, rc/kc, rm/km }'
+  }
+  echo "== the default daemon beside rezolus' default agent (READ=${READ:-0})"
+  rz_window idle
+  stress-ng --switch 1 --cpu 1 --timeout 75 >/dev/null 2>&1 &
+  sp=$!
+  sleep 5
+  rz_window "stress-ng --switch 1 --cpu 1"
+  wait $sp || true
+  [ -n "$cl" ] && kill $cl
+  kill $kp $rp 2>/dev/null || true
+  wait 2>/dev/null || true
+  sysctl -qw kernel.bpf_stats_enabled=0
+  rm -rf "$dir"
+}
+
+# The summed run time of every BPF program process $1 holds, ns.
+per_prog_ns() {
+  bpftool prog show -j 2>/dev/null | python3 -c '
+import glob, json, sys
+ids = set()
+for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
+    try:
+        ids |= {int(l.split()[1]) for l in open(f) if l.startswith("prog_id:")}
+    except OSError:
+        pass
+print(sum(p.get("run_time_ns", 0) for p in json.load(sys.stdin) if p.get("id") in ids))' "$1"
 }
 
 # CPU of one systemd-cgtop refresh, µs: (-n 21) - (-n 1) over 20 refreshes, median of 5.

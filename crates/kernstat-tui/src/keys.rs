@@ -341,6 +341,9 @@ fn normal_key(app: &mut App, sampler: &mut Sampler, k: KeyEvent) {
             app.view.kthreads = !app.view.kthreads;
             app.view.rebuild();
         }
+        KeyCode::Char('r' | 'w' | 'D' | 'R') if app.no_bpf => {
+            app.message = Some("--no-bpf: no probes".into());
+        }
         KeyCode::Char('r') => toggle_runq(app),
         KeyCode::Char('w') => toggle_writes(app),
         KeyCode::Char('D') => toggle_disks(app),

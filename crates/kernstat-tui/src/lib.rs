@@ -108,6 +108,8 @@ pub(crate) struct App {
     pub disks: Option<DiskPanel>,
     /// The TCP hooks behind the RETR/s column, while it is shown.
     pub retrans: Option<TcpInterval>,
+    /// `--no-bpf`: the probe keys load nothing.
+    pub no_bpf: bool,
     pub cgroups: Option<kernstat_top::cgroups::CgroupPanel>,
     /// Why the run-queue panel could not open, or the last action's result.
     pub message: Option<String>,
@@ -149,6 +151,7 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
         writes: None,
         disks: None,
         retrans: None,
+        no_bpf: args.no_bpf,
         cgroups: None,
         message: None,
         cost_percent: None,
@@ -166,7 +169,7 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
         app.view.filter = f.clone();
     }
     // The probes are live only: not over a recorded moment, nor with --no-bpf.
-    let probes = app.replay.is_none() && !args.no_bpf;
+    let probes = app.replay.is_none() && !app.no_bpf;
     if probes && args.runqlat {
         toggle_runq(&mut app);
     }

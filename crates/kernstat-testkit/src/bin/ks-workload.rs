@@ -51,10 +51,11 @@
 //!                                    (udp: or 2 s pass without a datagram), prints
 //!                                    "got BYTES RECEIVES" and exits (with "stay": sleeps
 //!                                    until killed instead, so that a sample sees it)
-//!   ks-workload net-send KIND PORT|PATH N CHUNK [stay]
+//!   ks-workload net-send KIND PORT|PATH N CHUNK [stay] [after=FILE]
 //!                                    sends N bytes to it in sends of CHUNK bytes (udp:
 //!                                    datagrams), prints "sent BYTES SENDS" and exits (or
-//!                                    stays)
+//!                                    stays); tcp with after=FILE: prints "connected" and
+//!                                    sends once FILE exists
 //!   ks-workload net-exec-thread PORT N
 //!                                    sends N bytes of UDP to 127.0.0.1:PORT, then a thread
 //!                                    other than the main one execs `net-send udp PORT N

@@ -153,9 +153,18 @@ fn shown_columns(width: u16, shown: impl Fn(SortKey) -> bool) -> Vec<&'static Co
 /// Writes `text` at (x, y), at most `width` cells of it, right-aligned in them when
 /// `right`; the cells keep the row's style.
 fn put(buffer: &mut Buffer, x: u16, y: u16, width: u16, text: &str, right: bool) {
+    if !right {
+        buffer.set_stringn(x, y, text, width as usize, Style::default());
+        return;
+    }
     let shown = display_width(text).min(width as usize) as u16;
-    let x = if right { x + (width - shown) } else { x };
-    buffer.set_stringn(x, y, text, shown as usize, Style::default());
+    buffer.set_stringn(
+        x + (width - shown),
+        y,
+        text,
+        shown as usize,
+        Style::default(),
+    );
 }
 
 /// Terminal cells `text` takes (ASCII: its length, without a width lookup per char).
@@ -176,6 +185,7 @@ pub(super) fn draw_table(f: &mut Frame, app: &mut App, area: Rect) {
     app.page = height;
     app.table_top = area.y;
     app.view.scroll_into_view(height);
+    app.header_hits.clear();
     if area.height == 0 || area.width == 0 {
         return;
     }
@@ -193,7 +203,6 @@ pub(super) fn draw_table(f: &mut Frame, app: &mut App, area: Rect) {
     }
     let cmd_x = x.min(right_edge);
     // Header, with the sort column marked, and where each title is on screen.
-    app.header_hits.clear();
     let head_style = if app.color {
         Style::default().bg(Color::Green).fg(Color::Black)
     } else {

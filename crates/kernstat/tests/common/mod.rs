@@ -90,6 +90,13 @@ pub fn interrupt(
     mut child: std::process::Child,
     stderr: std::thread::JoinHandle<String>,
 ) -> String {
+    // Its output drained as it comes (a full pipe would keep it from ending).
+    let mut stdout = child.stdout.take().expect("a piped stdout");
+    let out = std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut out);
+        out
+    });
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t = std::time::Instant::now();
@@ -104,10 +111,7 @@ pub fn interrupt(
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    let mut out = String::new();
-    if let Some(mut o) = child.stdout.take() {
-        let _ = std::io::Read::read_to_string(&mut o, &mut out);
-    }
+    let out = out.join().unwrap();
     let said = stderr.join().unwrap();
     assert!(status.success(), "the tracer exited with {status}: {said}");
     out

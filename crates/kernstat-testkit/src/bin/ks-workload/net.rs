@@ -156,6 +156,15 @@ pub fn net_send(args: &[String]) {
         "tcp" => {
             let mut c =
                 std::net::TcpStream::connect(("127.0.0.1", to.parse::<u16>().unwrap())).unwrap();
+            // With `after=PATH`: connected, it waits for PATH to exist before sending (a
+            // test changes the network between the handshake and the data).
+            if let Some(path) = args.iter().find_map(|a| a.strip_prefix("after=")) {
+                println!("connected");
+                let _ = std::io::stdout().flush();
+                while !std::path::Path::new(path).exists() {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
             send(&mut |b| std::io::Write::write(&mut c, b).unwrap());
         }
         "udp" => {
@@ -176,7 +185,7 @@ pub fn net_send(args: &[String]) {
         other => panic!("ks-workload net-send: unknown kind {other:?}"),
     }
     let line = format!("sent {sent} {calls}");
-    if args.get(6).is_some_and(|a| a == "stay") {
+    if args.iter().skip(6).any(|a| a == "stay") {
         wait_after(&line);
     }
     println!("{line}");
