@@ -819,11 +819,15 @@ fn a_bursty_process_replays_its_cpu_over_each_recorded_interval() {
         close * 10 >= compared.len() * 9,
         "replayed vs the workload's own CPU-time delta over each frame's interval: {compared:.1?}"
     );
-    // And it is bursty: the intervals differ (1 or 2 bursts in 5 s).
-    let (lo, hi) = compared.iter().fold((f64::MAX, 0f64), |(lo, hi), (_, t)| {
-        (lo.min(*t), hi.max(*t))
-    });
-    assert!(hi - lo > 10.0, "{compared:.1?}");
+    // And it is bursty enough that one rate for every interval would not pass: the
+    // mean of the truths is out of the tolerance for some interval. (How far apart the
+    // intervals are depends on the load: on a busy machine a burst gets less CPU; CI
+    // saw 31.8-41.5 % where a quiet machine sees 26-52 %.)
+    let mean = compared.iter().map(|(_, t)| t).sum::<f64>() / compared.len() as f64;
+    assert!(
+        compared.iter().any(|(_, t)| (t - mean).abs() > 5.0),
+        "{compared:.1?}"
+    );
 }
 
 /// Peak RSS of `kernstat ARGS` (wait4's ru_maxrss, through ks-workload rusage).

@@ -458,11 +458,15 @@ fn the_write_size_panel_counts_a_known_writer_and_detaches_when_off() {
         refresh_count(s) >= Some(attached + 2)
     });
     // /proc/PID/io's syscw counts the same write(2) calls: over the same refreshes
-    // kernstat's WCALL/s is within 5 % of it, and every call is small.
+    // kernstat's WCALL/s is within 5 % of it, and every call is small. Compared over
+    // the refreshes together, not each alone: the writer keeps absolute deadlines, so
+    // after a stall it writes a burst, and the test sees each refresh some ms after
+    // top read it (more under load): a burst between the two fell in one refresh for
+    // kernstat and in the next for /proc (CI: 399 calls/s against 200).
     // A refresh in which the writer's entry is new to the panel (the one after attach,
-    // or one re-added under load) rates it 0: at most one of four; every other is
-    // within 5 % of /proc.
+    // or one re-added under load) rates it 0: at most one of four, left out.
     let mut zero = 0;
+    let (mut shown_sum, mut proc_sum) = (0.0, 0.0);
     for (screen, proc_rate) in per_refresh(&pane, 4, || kernstat_testkit::proc_syscw(pid)) {
         let row = table(&screen)
             .into_iter()
@@ -474,16 +478,18 @@ fn the_write_size_panel_counts_a_known_writer_and_detaches_when_off() {
             assert!(zero <= 1, "the writer rated 0 twice:\n{screen}");
             continue;
         }
-        assert!(
-            (shown - proc_rate).abs() <= proc_rate * 0.05 + 2.0,
-            "kernstat {shown} calls/s vs /proc syscw {proc_rate:.1}/s:\n{screen}"
-        );
+        shown_sum += shown;
+        proc_sum += proc_rate;
         assert_eq!(column(&screen, row, "SMALL%"), "100", "{screen}");
         assert!(
             screen.contains("buffer the writes"),
             "the panel gives the advice:\n{screen}"
         );
     }
+    assert!(
+        (shown_sum - proc_sum).abs() <= proc_sum * 0.05 + 2.0,
+        "kernstat {shown_sum} calls/s summed over the refreshes vs /proc syscw {proc_sum:.1}/s"
+    );
     pane.keys(&["w"]);
     pane.wait_for("the panel gone", &|s| {
         s.contains("write sizes off: probe detached") && !s.contains("WCALL/s")
