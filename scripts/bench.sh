@@ -145,25 +145,26 @@ section_ps() {
 # found by the prog_id of its descriptors in /proc/PID/fdinfo. By owner: a machine can
 # carry other programs of the same name (this VM has a long-lived `sched_switch` that is
 # neither tool's). Without $2, every program of that name.
-prog_ns() {
+# Every BPF program process $1 holds (every program on the machine when $1 is empty), a
+# line each: name, run time (ns), runs (kernel.bpf_stats_enabled must be on to count).
+progs_of() {
   bpftool prog show -j 2>/dev/null | python3 -c '
 import glob, json, sys
-name = sys.argv[1]
 ids = None
-if len(sys.argv) > 2 and sys.argv[2]:
+if len(sys.argv) > 1 and sys.argv[1]:
     ids = set()
-    for f in glob.glob(f"/proc/{sys.argv[2]}/fdinfo/*"):
+    for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
         try:
-            for line in open(f):
-                if line.startswith("prog_id:"):
-                    ids.add(int(line.split()[1]))
+            ids |= {int(l.split()[1]) for l in open(f) if l.startswith("prog_id:")}
         except OSError:
             pass
-t = c = 0
 for p in json.load(sys.stdin):
-    if p.get("name") == name and (ids is None or p.get("id") in ids):
-        t += p.get("run_time_ns", 0); c += p.get("run_cnt", 0)
-print(f"{t / c:.0f} ns x {c}" if c else "n/a")' "$@"
+    if ids is None or p.get("id") in ids:
+        print(p.get("name", "?"), p.get("run_time_ns", 0), p.get("run_cnt", 0))' "${1:-}"
+}
+
+prog_ns() {
+  progs_of "${2:-}" | awk -v n="$1" '$1 == n {t += $2; c += $3} END {if (c) printf "%.0f ns x %d\n", t / c, c; else print "n/a"}'
 }
 
 section_runqlat() {
@@ -578,19 +579,7 @@ section_top() {
 
 # Total run time (ns) and runs of the BPF programs named $1 that process $2 holds.
 prog_total() {
-  bpftool prog show -j 2>/dev/null | python3 -c '
-import glob, json, sys
-ids = set()
-for f in glob.glob(f"/proc/{sys.argv[2]}/fdinfo/*"):
-    try:
-        ids |= {int(l.split()[1]) for l in open(f) if l.startswith("prog_id:")}
-    except OSError:
-        pass
-t = c = 0
-for p in json.load(sys.stdin):
-    if p.get("name") == sys.argv[1] and p.get("id") in ids:
-        t += p.get("run_time_ns", 0); c += p.get("run_cnt", 0)
-print(t, c)' "$@"
+  progs_of "$2" | awk -v n="$1" '$1 == n {t += $2; c += $3} END {print t + 0, c + 0}'
 }
 
 # CPU time of a process, ns (utime + stime of /proc/PID/stat).
@@ -702,21 +691,7 @@ PY
 # and completion hooks together), divided by the completions counted by the programs
 # whose name has "compl" in it. Prints "NS_PER_REQUEST REQUESTS".
 per_request() {
-  bpftool prog show -j 2>/dev/null | python3 -c '
-import glob, json, sys
-ids = set()
-for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
-    try:
-        ids |= {int(l.split()[1]) for l in open(f) if l.startswith("prog_id:")}
-    except OSError:
-        pass
-t = c = 0
-for p in json.load(sys.stdin):
-    if p.get("id") in ids:
-        t += p.get("run_time_ns", 0)
-        if "compl" in p.get("name", ""):
-            c += p.get("run_cnt", 0)
-print(f"{t / c:.1f} {c}" if c else "- 0")' "$1"
+  progs_of "$1" | awk '{t += $2} $1 ~ /compl/ {c += $3} END {if (c) printf "%.1f %d\n", t / c, c; else print "- 0"}'
 }
 
 # Block I/O latency: the hooks' cost per request against libbpf-tools' biolatency and
@@ -783,18 +758,7 @@ section_biolat() {
 
 # Per-program run time per event of process $1's BPF programs, printed as $2's.
 prog_each() {
-  bpftool prog show -j 2>/dev/null | python3 -c '
-import glob, json, sys
-ids = set()
-for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
-    try:
-        ids |= {int(l.split()[1]) for l in open(f) if l.startswith("prog_id:")}
-    except OSError:
-        pass
-for p in json.load(sys.stdin):
-    n = p.get("run_cnt", 0)
-    if p.get("id") in ids and n:
-        print("%s: %s: %.1f ns x %d" % (sys.argv[2], p["name"], p["run_time_ns"] / n, n))' "$1" "$2"
+  progs_of "$1" | awk -v who="$2" '$3 > 0 {printf "%s: %s: %.1f ns x %d\n", who, $1, $2 / $3, $3}'
 }
 
 # TCP retransmits and connects: the hooks' cost per event against bpftrace's count() on
@@ -887,15 +851,7 @@ section_rezolus() {
 
 # The summed run time of every BPF program process $1 holds, ns.
 per_prog_ns() {
-  bpftool prog show -j 2>/dev/null | python3 -c '
-import glob, json, sys
-ids = set()
-for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
-    try:
-        ids |= {int(l.split()[1]) for l in open(f) if l.startswith("prog_id:")}
-    except OSError:
-        pass
-print(sum(p.get("run_time_ns", 0) for p in json.load(sys.stdin) if p.get("id") in ids))' "$1"
+  progs_of "$1" | awk '{t += $2} END {print t + 0}'
 }
 
 # CPU of one systemd-cgtop refresh, µs: (-n 21) - (-n 1) over 20 refreshes, median of 5.

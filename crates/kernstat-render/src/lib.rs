@@ -12,6 +12,7 @@ pub mod ps;
 pub mod runqlat;
 pub mod sort;
 pub mod table;
+pub mod tcp;
 pub mod template;
 pub mod tooltip;
 pub mod writes;

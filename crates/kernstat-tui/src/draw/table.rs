@@ -295,45 +295,32 @@ fn cell_text(buf: &mut String, key: SortKey, p: &kernstat_top::view::Proc) {
         SortKey::Mem => human_bytes(buf, p.rss_bytes as f64),
         SortKey::Read => human_bytes(buf, p.read_bps),
         SortKey::Write => human_bytes(buf, p.write_bps),
-        SortKey::NetRx | SortKey::NetTx => {
-            let v = if key == SortKey::NetRx {
-                p.net_rx_bps
-            } else {
-                p.net_tx_bps
-            };
-            match v {
-                Some(v) => human_bytes(buf, v),
-                None => buf.push('-'),
-            }
-        }
+        SortKey::NetRx => measured(buf, p.net_rx_bps, human_bytes),
+        SortKey::NetTx => measured(buf, p.net_tx_bps, human_bytes),
         SortKey::Time => {
             let _ = write_cputime(buf, p.cpu_ns);
         }
-        SortKey::RunqP99 | SortKey::WriteCalls => {
-            let v = if key == SortKey::RunqP99 {
-                p.runq_p99_us
-            } else {
-                p.write_calls_per_s
-            };
-            match v {
-                Some(v) => {
-                    let _ = write!(buf, "{v:.0}");
-                }
-                None => buf.push('-'),
-            }
-        }
-        SortKey::SmallShare => match p.small_write_share {
-            Some(v) => {
-                let _ = write!(buf, "{:.0}", v * 100.0);
-            }
-            None => buf.push('-'),
-        },
-        SortKey::Retrans => match p.tcp_retrans_per_s {
-            Some(v) => {
-                let _ = write!(buf, "{v:.1}");
-            }
-            None => buf.push('-'),
-        },
+        SortKey::RunqP99 => measured(buf, p.runq_p99_us, |b, v| {
+            let _ = write!(b, "{v:.0}");
+        }),
+        SortKey::WriteCalls => measured(buf, p.write_calls_per_s, |b, v| {
+            let _ = write!(b, "{v:.0}");
+        }),
+        SortKey::SmallShare => measured(buf, p.small_write_share, |b, v| {
+            let _ = write!(b, "{:.0}", v * 100.0);
+        }),
+        SortKey::Retrans => measured(buf, p.tcp_retrans_per_s, |b, v| {
+            let _ = write!(b, "{v:.1}");
+        }),
         SortKey::Cmd => {}
+    }
+}
+
+/// A figure only some refreshes or machines have: `-` when it was not measured, never a
+/// zero that was not.
+fn measured(buf: &mut String, v: Option<f64>, write: impl FnOnce(&mut String, f64)) {
+    match v {
+        Some(v) => write(buf, v),
+        None => buf.push('-'),
     }
 }
