@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh [section...]: reproduces the numbers in docs/measured.md. Run as root on an
 # otherwise idle machine: `make bench`, or `scripts/bench.sh sample firstline` for some.
-# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat tcp cgroups record, and screenshot and rezolus (default: all but screenshot). Timings are medians of
+# Sections: sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat tcp cgroups record view, and screenshot and rezolus (default: all but screenshot). Timings are medians of
 # many runs; nothing is pinned unless said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -998,6 +998,52 @@ section_record() {
   rm -rf "$dir"
 }
 
+# kernstat view over a synthetic archive (the v3 fixture's frame, its processes repeated
+# to 300, a frame every 5 s, written by the recorder's writer): a 24-hour range's
+# timelines read cold (a fresh server each run: what the page's first paint of the
+# range waits for) and again, its heatmap, and the server's RSS after a 7-day range. OLD=path/to/kernstat measures another build side by side.
+view_cold() {
+  local bin=$1 arch=$2 port=$3 tok=0123456789abcdef0123456789abcdef
+  echo $tok >"$arch.token"
+  pkill -f "view --archive .* --listen 127.0.0.1:$port " || true
+  $bin view --archive "$arch" --listen 127.0.0.1:$port --token-file "$arch.token" >/dev/null 2>&1 &
+  local vp=$!
+  until curl -s -o /dev/null "http://127.0.0.1:$port/api/span?token=$tok"; do
+    kill -0 $vp 2>/dev/null || { echo "$bin view did not start" >&2; return 1; }
+    sleep 0.1
+  done
+  local span from to
+  span=$(curl -s "http://127.0.0.1:$port/api/span?token=$tok")
+  from=$(echo "$span" | python3 -c 'import json,sys; print(json.load(sys.stdin)["first_unix_ns"]/1e9)')
+  to=$(echo "$span" | python3 -c 'import json,sys; print(json.load(sys.stdin)["last_unix_ns"]/1e9)')
+  local q="token=$tok&from=$from&to=$to&points=1200"
+  curl -s -o /dev/null -w '%{time_total} ' "http://127.0.0.1:$port/api/series?$q"
+  curl -s -o /dev/null -w '%{time_total} %{size_download} ' "http://127.0.0.1:$port/api/series?$q"
+  curl -s -o /dev/null -w '%{time_total} %{size_download} ' "http://127.0.0.1:$port/api/heatmap?$q&hist=runqlat"
+  awk '/VmRSS/ {print $2}' /proc/$vp/status
+  kill $vp; wait $vp 2>/dev/null || true
+}
+
+section_view() {
+  cargo build --release -q -p kernstat-view --example synth_archive
+  local dir
+  dir=$(mktemp -d)
+  ./target/release/examples/synth_archive crates/kernstat-record/tests/fixtures/v3 "$dir/day" 24 300
+  ./target/release/examples/synth_archive crates/kernstat-record/tests/fixtures/v3 "$dir/week" 168 300
+  for b in $K ${OLD:-}; do
+    echo "== view ($b): a 24-hour range at 300 processes ($(du -sh "$dir/day" | cut -f1)), median of 5 fresh servers"
+    for _ in 1 2 3 4 5; do view_cold "$b" "$dir/day" 9188; done |
+      python3 -c 'import sys,statistics as st
+rows=[list(map(float,l.split())) for l in sys.stdin if l.strip()]
+col=lambda k: sorted(r[k] for r in rows)
+m=lambda k: st.median(col(k))
+print("timelines cold %.0f ms (min %.0f, max %.0f), again %.1f ms, %d bytes; heatmap %.1f ms, %d bytes; RSS %d KiB" % (m(0)*1e3, col(0)[0]*1e3, col(0)[-1]*1e3, m(1)*1e3, m(2), m(3)*1e3, m(4), m(5)))'
+    echo "a 7-day range ($(du -sh "$dir/week" | cut -f1)): $(view_cold "$b" "$dir/week" 9188 |
+      awk '{printf "timelines cold %.2f s, RSS %.1f MiB", $1, $6/1024}')"
+  done
+  rm -rf "$dir"
+}
+
 # The README's screenshot (docs/top.svg): kernstat top with both probe panels on a loaded
 # machine (stress-ng --cpu 4 --switch 2 and a small writer), captured from a tmux pane
 # with its colours and drawn as SVG by scripts/pane2svg.py. Not in the default list.
@@ -1019,5 +1065,5 @@ section_screenshot() {
 }
 
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat tcp cgroups record)
+[ ${#sections[@]} -eq 0 ] && sections=(sample firstline rss cost switch pipe ps runqlat writes daemon metrics providers shm bardaemon burst prompt top net biolat tcp cgroups record view)
 for s in "${sections[@]}"; do "section_$s"; done

@@ -143,6 +143,7 @@ impl Archive {
             before: None,
             warnings: Vec::new(),
             said: std::collections::HashSet::new(),
+            machine_only: false,
         })
     }
 
@@ -180,9 +181,22 @@ pub struct Cursor {
     /// thing once, however often the cursor passes it.
     pub warnings: Vec<String>,
     said: std::collections::HashSet<String>,
+    /// Decode frames without their processes, ended processes and groups.
+    machine_only: bool,
 }
 
 impl Cursor {
+    /// The same cursor reading every frame without its processes, ended processes and
+    /// control groups (their numbers in [`Frame::omitted`]): what a timeline needs, at a
+    /// fraction of the cost (docs/measured.md, `## kernstat view`). A delta frame of this
+    /// format is parsed past those lists without allocating for them; a key frame, or a
+    /// frame of an older format, is decoded whole and then stripped (the first delta after
+    /// a key is compressed against the key's processes).
+    pub fn machine_only(mut self) -> Cursor {
+        self.machine_only = true;
+        self
+    }
+
     /// The frame the cursor stands on.
     pub fn current(&self) -> Option<&Frame> {
         self.cur.as_ref()
@@ -330,6 +344,8 @@ impl Cursor {
             crate::v1::decode(&raw)
         } else if version == 2 {
             crate::v2::decode(&raw)
+        } else if self.machine_only && !head.key {
+            crate::frame::machine_only::decode(&raw)
         } else {
             postcard::from_bytes::<Frame>(&raw).map_err(|e| e.to_string())
         };
@@ -360,6 +376,9 @@ impl Cursor {
         } else {
             raw
         };
+        if self.machine_only {
+            frame.strip();
+        }
         frame.sanitize();
         if keep {
             // What a kept frame costs: its bytes, and its decoded form (about twice).

@@ -335,6 +335,7 @@ impl FrameBuilder {
             retransmits: retransmits_of(&raw.tcp.retransmits),
             events: Vec::new(),
             v1_cpu_percent: None,
+            omitted: None,
         }
     }
 }

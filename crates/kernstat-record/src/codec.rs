@@ -256,16 +256,38 @@ pub fn decompress(src: &[u8], prefix: Option<&[u8]>, declared: u32) -> Result<Ve
             "declares {content} bytes (at most {MAX_FRAME}, and as its header says)"
         ));
     }
-    let mut dctx = DCtx::create();
-    dctx.set_parameter(DParameter::WindowLogMax(MAX_WINDOW_LOG))
-        .map_err(|c| zstd::zstd_safe::get_error_name(c).to_string())?;
-    if let Some(p) = prefix {
-        dctx.ref_prefix(p)
-            .map_err(|c| zstd::zstd_safe::get_error_name(c).to_string())?;
+    // One context per thread, kept: creating one (its tables allocated and cleared) was
+    // 30 % of reading a day of frames for a timeline (16 µs a frame, `perf record` of
+    // `kernstat view`, docs/measured.md). A delta's prefix is given as a raw-content
+    // dictionary for this one call (what `ref_prefix` is, without tying the kept
+    // context's lifetime to it); a real frame's bytes never start with the dictionary
+    // magic, as a postcard sample starts with its time's varint.
+    thread_local! {
+        static DCTX: std::cell::RefCell<Option<DCtx<'static>>> = const { std::cell::RefCell::new(None) };
     }
+    let name = |c| zstd::zstd_safe::get_error_name(c).to_string();
     let mut out = Vec::with_capacity(content as usize);
-    dctx.decompress(&mut out, src)
-        .map_err(|c| zstd::zstd_safe::get_error_name(c).to_string())?;
+    DCTX.with(|cell| -> Result<(), String> {
+        let mut slot = cell.borrow_mut();
+        let dctx = match slot.as_mut() {
+            Some(d) => d,
+            None => {
+                let mut d = DCtx::create();
+                d.set_parameter(DParameter::WindowLogMax(MAX_WINDOW_LOG))
+                    .map_err(name)?;
+                slot.insert(d)
+            }
+        };
+        let done = match prefix {
+            Some(p) => dctx.decompress_using_dict(&mut out, src, p),
+            None => dctx.decompress(&mut out, src),
+        };
+        if done.is_err() {
+            // A failed frame leaves nothing behind for the next one.
+            let _ = dctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly);
+        }
+        done.map(|_| ()).map_err(name)
+    })?;
     if out.len() as u64 != content {
         return Err("came out shorter than it declared".into());
     }

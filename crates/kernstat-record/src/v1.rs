@@ -284,5 +284,6 @@ pub fn decode(json: &[u8]) -> Result<Frame, String> {
         // What the daemon measured, kept for the machine's CPU %: a version-1 frame
         // has no busy counter to difference.
         v1_cpu_percent: Some(m.cpu_percent),
+        omitted: None,
     })
 }

@@ -1,12 +1,14 @@
 // kernstat view: the page over /api/*. Every value from the archive is put in the page
 // as text (textContent), never as markup: a process may name itself anything.
-// The URL holds the state (token, from, to, t, hist), so a view can be shared and a
-// test can open one: a click on a chart sets t, a selection sets from and to.
+// The URL holds the state (token, from, to, t, hist, archive, cmp_a, cmp_b), so a view
+// can be shared and a test can open one: a click on a chart sets t, a selection sets
+// from and to, "this range as A/B" sets cmp_a/cmp_b (from,to,archive).
 "use strict";
 
 const params = new URLSearchParams(location.search);
 const token = params.get("token") || "";
-const state = { span: null, from: 0, to: 0, t: null, a: null, b: null, loaded: {} };
+// archive: "a" (--archive) or "b" (--compare); a and b: the marked ranges, [from, to, archive].
+const state = { span: null, archive: params.get("archive") === "b" ? "b" : "a", from: 0, to: 0, t: null, a: null, b: null, loaded: {} };
 const charts = [];
 
 function el(tag, attrs, ...kids) {
@@ -21,6 +23,7 @@ function el(tag, attrs, ...kids) {
 async function api(path, q) {
   const u = new URLSearchParams(q || {});
   u.set("token", token);
+  if (state.archive !== "a" && !u.has("a_archive")) u.set("archive", state.archive);
   const r = await fetch(`/api/${path}?${u}`);
   const body = await r.json();
   if (!r.ok) throw new Error(body.error || r.statusText);
@@ -240,15 +243,35 @@ async function runWhy() {
   publish();
 }
 
+function mark(which) {
+  state[which] = [state.from, state.to, state.archive];
+  params.set(`cmp_${which}`, `${state.from.toFixed(3)},${state.to.toFixed(3)},${state.archive}`);
+  setUrl();
+  runCompare();
+}
+
+function marked(which) {
+  const v = (params.get(`cmp_${which}`) || "").split(",");
+  if (v.length !== 3 || !["a", "b"].includes(v[2])) return null;
+  const [from, to] = [parseFloat(v[0]), parseFloat(v[1])];
+  return Number.isFinite(from) && Number.isFinite(to) ? [from, to, v[2]] : null;
+}
+
 async function runCompare() {
   if (!state.a || !state.b) return;
-  const r = await api("compare", { a_from: state.a[0], a_to: state.a[1], b_from: state.b[0], b_to: state.b[1] });
+  const r = await api("compare", {
+    a_from: state.a[0], a_to: state.a[1], a_archive: state.a[2],
+    b_from: state.b[0], b_to: state.b[1], b_archive: state.b[2],
+  });
   const f = (v) => (v == null ? "" : Math.abs(v) >= 1000 ? bytes(v) : v.toFixed(2));
+  const two = (state.span_archives || []).length > 1;
+  const label = (k, w) => `${k} ${two ? `(archive ${w[2]}) ` : ""}${stamp(w[0])}…`;
   const head = el("tr", {}, el("th", { class: "text" }, "mean of"),
-    el("th", {}, `A ${stamp(state.a[0])}…`), el("th", {}, `B ${stamp(state.b[0])}…`), el("th", {}, "B − A"));
+    el("th", {}, label("A", state.a)), el("th", {}, label("B", state.b)), el("th", {}, "B − A"));
   const rows = r.means.map((m) => el("tr", {}, el("td", { class: "text" }, m.name), el("td", {}, f(m.a)), el("td", {}, f(m.b)), el("td", {}, f(m.difference))));
   document.getElementById("compare-table").replaceChildren(head, ...rows);
   state.loaded.compare = r.means;
+  state.loaded.compare_windows = { a: r.a, b: r.b };
   publish();
 }
 
@@ -311,6 +334,23 @@ async function main() {
     const span = await api("span");
     state.span = [span.first_unix_ns / 1e9, span.last_unix_ns / 1e9];
     document.getElementById("archive").textContent = span.archive;
+    state.span_archives = span.archives;
+    if (span.archives.length > 1) {
+      // Two archives (--compare): switch between them; the page opens on the other
+      // one's last hour, its marks kept.
+      const pick = el("select", { id: "archive-pick", "aria-label": "archive" });
+      span.archives.forEach((dir, i) => pick.append(el("option", { value: "ab"[i] }, `${"ab"[i]}: ${dir}`)));
+      pick.value = state.archive;
+      pick.addEventListener("change", () => {
+        params.set("archive", pick.value);
+        for (const k of ["from", "to", "t"]) params.delete(k);
+        location.search = params.toString();
+      });
+      document.getElementById("archive").replaceChildren(pick);
+    }
+    state.a = marked("a");
+    state.b = marked("b");
+    state.loaded.archive = state.archive;
     const sel = document.getElementById("hist");
     for (const h of span.hists) sel.append(el("option", { value: h }, h));
     if (params.get("hist")) sel.value = params.get("hist");
@@ -336,9 +376,16 @@ async function main() {
   }
   document.getElementById("why-run").addEventListener("click", runWhy);
   document.getElementById("filter").addEventListener("input", drawProcs);
-  document.getElementById("set-a").addEventListener("click", () => { state.a = [state.from, state.to]; runCompare(); });
-  document.getElementById("set-b").addEventListener("click", () => { state.b = [state.from, state.to]; runCompare(); });
+  document.getElementById("set-a").addEventListener("click", () => mark("a"));
+  document.getElementById("set-b").addEventListener("click", () => mark("b"));
   await refresh();
+  try {
+    await runCompare();
+  } catch (e) {
+    status(`error: ${e.message}`);
+    state.loaded.error = e.message;
+    publish();
+  }
   if (params.get("follow") === "1") await follow();
 }
 

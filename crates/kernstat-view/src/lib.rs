@@ -8,7 +8,9 @@
 //!   timelines, histogram heatmaps, the process table and groups at a frame, the ranked
 //!   findings of a window and two windows side by side. `/api/span?after=T` waits (up
 //!   to 10 s, holding no worker) for a frame newer than T: a page following a recorder
-//!   (`kernstat view --live`) asks it again and again.
+//!   (`kernstat view --live`) asks it again and again. With `--compare DIR` a second
+//!   archive is served beside the first: `archive=b` on any request reads it, and
+//!   `/api/compare` takes each window from either (`a_archive`, `b_archive`).
 //!
 //! Access: the token is 128 random bits printed in the URL (as Jupyter does) or read
 //! from `--token-file`; without it every request but the static assets gets 403. The
@@ -50,6 +52,8 @@ pub struct ViewOptions {
     pub listen: SocketAddr,
     /// The token every request must carry.
     pub token: String,
+    /// A second archive to compare with (`archive=b`).
+    pub compare: Option<PathBuf>,
 }
 
 /// 128 random bits as hex, from the kernel's random source.
@@ -97,11 +101,18 @@ fn error(status: StatusCode, what: &str) -> Response<Full<Bytes>> {
     json_reply(status, &json!({ "error": what }))
 }
 
+/// One archive served, and its decoded intervals (shared by every request).
+#[derive(Clone)]
+struct Source {
+    dir: PathBuf,
+    store: Arc<std::sync::Mutex<series::Store>>,
+}
+
 /// The server's state shared by every request.
 struct State {
     opts: ViewOptions,
-    /// Decoded intervals, shared by every request.
-    store: Arc<std::sync::Mutex<series::Store>>,
+    /// The archive (`a`), then the one compared with (`b`), if any.
+    sources: Vec<Source>,
     workers: Semaphore,
     waiting: std::sync::atomic::AtomicUsize,
 }
@@ -112,9 +123,16 @@ pub async fn serve(
     opts: ViewOptions,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
+    let sources = std::iter::once(&opts.archive)
+        .chain(opts.compare.as_ref())
+        .map(|dir| Source {
+            dir: dir.clone(),
+            store: Arc::default(),
+        })
+        .collect();
     let state = Arc::new(State {
         opts,
-        store: Arc::default(),
+        sources,
         workers: Semaphore::new(WORKERS),
         waiting: std::sync::atomic::AtomicUsize::new(0),
     });
@@ -154,6 +172,10 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Full<Byte
             "busy: too many requests at once",
         );
     };
+    let which = match source_of(&state.sources, q.get("archive")) {
+        Ok(w) => w,
+        Err((status, what)) => return error(status, &what),
+    };
     // `/api/span?after=T` (the page following a recorder, `--live`): held until the
     // archive has a frame newer than T, or LONG_POLL passed, before it takes a worker.
     if path == "/api/span" {
@@ -161,7 +183,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Full<Byte
             let after_ns = (after.clamp(0.0, 1e11) * 1e9) as u64;
             let deadline = tokio::time::Instant::now() + LONG_POLL;
             loop {
-                let dir = state.opts.archive.clone();
+                let dir = state.sources[which].dir.clone();
                 let newest = tokio::task::spawn_blocking(move || {
                     Archive::open(&dir).ok()?.span().ok()?.map(|s| s.1)
                 })
@@ -180,9 +202,8 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Full<Byte
         }
     }
     let permit = state.workers.acquire().await;
-    let archive = state.opts.archive.clone();
-    let store = state.store.clone();
-    let answer = tokio::task::spawn_blocking(move || api(&archive, &store, &path, &q)).await;
+    let sources = state.sources.clone();
+    let answer = tokio::task::spawn_blocking(move || api(&sources, which, &path, &q)).await;
     drop(permit);
     match answer {
         Ok(Ok(v)) => json_reply(StatusCode::OK, &v),
@@ -214,6 +235,19 @@ impl Drop for Queued<'_> {
 }
 
 type ApiResult = Result<serde_json::Value, (StatusCode, String)>;
+
+/// Which archive a request names (`a`, the default, or `b`, the one `--compare` gave).
+fn source_of(sources: &[Source], name: Option<&String>) -> Result<usize, (StatusCode, String)> {
+    match name.map(String::as_str) {
+        None | Some("a") => Ok(0),
+        Some("b") if sources.len() > 1 => Ok(1),
+        Some("b") => Err((
+            StatusCode::NOT_FOUND,
+            "no second archive (kernstat view --compare DIR serves one)".into(),
+        )),
+        Some(_) => Err(bad("archive: a or b")),
+    }
+}
 
 fn bad(what: impl Into<String>) -> (StatusCode, String) {
     (StatusCode::BAD_REQUEST, what.into())
@@ -262,19 +296,8 @@ fn points(q: &HashMap<String, String>) -> usize {
         .clamp(1, series::MAX_POINTS)
 }
 
-/// Answers one API request from the archive (on a blocking thread).
-fn api(
-    dir: &std::path::Path,
-    store: &std::sync::Mutex<series::Store>,
-    path: &str,
-    q: &HashMap<String, String>,
-) -> ApiResult {
-    let lights = |c: &mut Cursor, from: u64, to: u64| {
-        store
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .range(c, from, to)
-    };
+/// An archive opened for one request, and its span.
+fn open(dir: &std::path::Path) -> Result<(Archive, (u64, u64)), (StatusCode, String)> {
     let archive = Archive::open(dir).map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
     let span = archive
         .span()
@@ -282,26 +305,50 @@ fn api(
         .ok_or_else(|| {
             (
                 StatusCode::NOT_FOUND,
-                "the archive holds no frame".to_string(),
+                format!("{}: the archive holds no frame", dir.display()),
             )
         })?;
+    Ok((archive, span))
+}
+
+/// The intervals of [from, to] of an archive, for timelines and heatmaps: the machine's
+/// part of each frame only.
+fn lights(
+    archive: &Archive,
+    src: &Source,
+    from: u64,
+    to: u64,
+) -> Result<Vec<series::Light>, (StatusCode, String)> {
+    let mut c = cursor(archive)?.machine_only();
+    Ok(src
+        .store
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .range(&mut c, from, to))
+}
+
+/// Answers one API request from archive `which` (on a blocking thread).
+fn api(sources: &[Source], which: usize, path: &str, q: &HashMap<String, String>) -> ApiResult {
+    let src = &sources[which];
+    let dir = src.dir.as_path();
+    if path == "/api/compare" {
+        return compare(sources, q);
+    }
+    let (archive, span) = open(dir)?;
+    let lights = |from: u64, to: u64| lights(&archive, src, from, to);
     let mut c = cursor(&archive)?;
     let v = match path {
         "/api/span" => json!({
             "first_unix_ns": span.0,
             "last_unix_ns": span.1,
             "archive": dir.display().to_string(),
+            "archives": sources.iter().map(|s| s.dir.display().to_string()).collect::<Vec<_>>(),
             "hists": series::HISTS,
         }),
         "/api/series" => {
             let (from, to) = window(q, span, "from", "to")?;
-            serde_json::to_value(series::timelines(
-                &lights(&mut c, from, to),
-                from,
-                to,
-                points(q),
-            ))
-            .unwrap_or_default()
+            serde_json::to_value(series::timelines(&lights(from, to)?, from, to, points(q)))
+                .unwrap_or_default()
         }
         "/api/heatmap" => {
             let (from, to) = window(q, span, "from", "to")?;
@@ -310,7 +357,7 @@ fn api(
                 return Err(bad(format!("hist: one of {}", series::HISTS.join(", "))));
             }
             serde_json::to_value(series::heatmap(
-                &lights(&mut c, from, to),
+                &lights(from, to)?,
                 hist,
                 from,
                 to,
@@ -330,31 +377,39 @@ fn api(
                     .ok_or_else(|| (StatusCode::NOT_FOUND, "no frame there".to_string()))?;
             serde_json::to_value(report).unwrap_or_default()
         }
-        "/api/compare" => {
-            let a = window(q, span, "a_from", "a_to")?;
-            let b = window(q, span, "b_from", "b_to")?;
-            if a.1 - a.0 > MAX_WINDOW_NS || b.1 - b.0 > MAX_WINDOW_NS {
-                return Err(bad("windows of a week at most"));
-            }
-            let ma = series::means(&lights(&mut c, a.0, a.1));
-            let mb = series::means(&lights(&mut c, b.0, b.1));
-            let rows: Vec<serde_json::Value> = ma
-                .iter()
-                .zip(&mb)
-                .map(|((name, x), (_, y))| {
-                    json!({
-                        "name": name,
-                        "a": x,
-                        "b": y,
-                        "difference": x.zip(*y).map(|(x, y)| y - x),
-                    })
-                })
-                .collect();
-            json!({ "a": [a.0, a.1], "b": [b.0, b.1], "means": rows })
-        }
         _ => return Err((StatusCode::NOT_FOUND, "no such request".into())),
     };
     Ok(v)
+}
+
+/// Two windows side by side, each of either archive (`a_archive`, `b_archive`: `a` or
+/// `b`): the mean of every timeline over each, and B − A.
+fn compare(sources: &[Source], q: &HashMap<String, String>) -> ApiResult {
+    let mut means = Vec::new();
+    let mut windows = Vec::new();
+    for side in ["a", "b"] {
+        let src = &sources[source_of(sources, q.get(&format!("{side}_archive")))?];
+        let (archive, span) = open(&src.dir)?;
+        let w = window(q, span, &format!("{side}_from"), &format!("{side}_to"))?;
+        if w.1 - w.0 > MAX_WINDOW_NS {
+            return Err(bad("windows of a week at most"));
+        }
+        means.push(series::means(&lights(&archive, src, w.0, w.1)?));
+        windows.push(json!({ "from": w.0, "to": w.1, "archive": src.dir.display().to_string() }));
+    }
+    let rows: Vec<serde_json::Value> = means[0]
+        .iter()
+        .zip(&means[1])
+        .map(|((name, x), (_, y))| {
+            json!({
+                "name": name,
+                "a": x,
+                "b": y,
+                "difference": x.zip(*y).map(|(x, y)| y - x),
+            })
+        })
+        .collect();
+    Ok(json!({ "a": windows[0], "b": windows[1], "means": rows }))
 }
 
 /// The process table and the groups of the interval holding `t`, as `ps --at` and

@@ -110,8 +110,8 @@ fn values(b: &Frame, f: &Frame) -> [Option<f64>; NAMES.len()] {
     };
     out[7] = link(0);
     out[8] = link(1);
-    out[9] = Some(f.procs.len() as f64);
-    out[10] = Some(f.ended.len() as f64);
+    out[9] = Some(f.process_count() as f64);
+    out[10] = Some(f.ended_count() as f64);
     out
 }
 

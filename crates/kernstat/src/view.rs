@@ -13,6 +13,12 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<i32> {
         );
         return Ok(1);
     }
+    if let Some(other) = &args.compare {
+        if let Err(e) = kernstat_record::archive::Archive::open(other) {
+            eprintln!("kernstat view: --compare {}: {e}", other.display());
+            return Ok(1);
+        }
+    }
     let token = match &args.token_file {
         Some(f) => {
             let text = match std::fs::read_to_string(f) {
@@ -64,6 +70,7 @@ pub fn run(args: &ViewArgs) -> anyhow::Result<i32> {
         archive,
         listen: addr,
         token,
+        compare: args.compare.clone(),
     };
     rt.block_on(async move {
         // Until a signal ends the process: there is nothing to flush.

@@ -7,7 +7,8 @@
 //! with a loop named. The page reports what it drew in a hidden element (its `state`);
 //! screenshots go to the test's output directory. Access: no token or a wrong one is
 //! 403; a non-loopback address without --token-file is refused; 1,000 requests at once
-//! are each answered or closed, and the server answers after them. Needs root (BPF).
+//! are each answered or closed, and the server answers after them. Two archives of
+//! known CPU are compared side by side (`--compare`). Needs root (BPF).
 
 mod common;
 
@@ -333,6 +334,117 @@ fn a_live_page_follows_the_recorder() {
         to > opened,
         "the range ends at {to}, the archive did at {opened}: {s:#}"
     );
+}
+
+/// An archive written with the recorder's own writer whose machine is `busy` % busy on
+/// two CPUs in every interval: `frames` frames a second apart from `start` (s).
+fn steady_archive(dir: &std::path::Path, start: f64, frames: u64, busy: u64) {
+    use kernstat_record::frame::{Frame, Machine, Memory};
+    let mut w = kernstat_record::Writer::open(
+        dir,
+        kernstat_record::Retention {
+            max_age: Duration::from_secs(30 * 86_400),
+            max_bytes: 1 << 30,
+        },
+        0o600,
+    )
+    .unwrap();
+    for i in 0..frames {
+        let f = Frame {
+            time_unix_ns: (start * 1e9) as u64 + i * 1_000_000_000,
+            boot_ns: 1_000_000_000_000 + i * 1_000_000_000,
+            machine: Machine {
+                mono_ns: 1_000_000_000_000 + i * 1_000_000_000,
+                ncpus: 2,
+                busy_ns: i * 2 * busy * 10_000_000,
+                mem: Memory {
+                    total: 1 << 30,
+                    available: 1 << 29,
+                    ..Memory::default()
+                },
+                ..Machine::default()
+            },
+            ..Frame::default()
+        };
+        w.append(&f).unwrap();
+    }
+}
+
+/// `--compare DIR`: a second archive beside the first. Two archives of known CPU (20 %
+/// and 70 % busy, an hour apart) compared range against range: the API's means are
+/// those, the page opened on archive b with both ranges in its URL draws b's timeline
+/// and the same comparison, and a name other than a or b is refused.
+#[test]
+fn two_archives_are_compared_side_by_side() {
+    if !tool_gate("chromium") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let now = kernstat_testkit::unix_now_s().floor();
+    steady_archive(&a, now - 7200.0, 30, 20);
+    steady_archive(&b, now - 3600.0, 30, 70);
+    let view = View::start_with(&a, &["--compare", b.to_str().unwrap()]);
+    let (base, token) = (view.base().to_string(), view.token().to_string());
+    let json = |path: &str| -> Value {
+        let (code, body) = get(&base, &format!("{path}&token={token}"));
+        assert_eq!(code, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    let span_b = json("/api/span?archive=b");
+    assert_eq!(span_b["archive"], b.to_str().unwrap());
+    assert_eq!(span_b["archives"].as_array().unwrap().len(), 2);
+    let first_b = span_b["first_unix_ns"].as_f64().unwrap() / 1e9;
+    assert!((first_b - (now - 3600.0)).abs() < 0.01, "{span_b}");
+    let (wa, wb) = (
+        format!("{:.3},{:.3}", now - 7200.0, now - 7200.0 + 29.0),
+        format!("{:.3},{:.3}", now - 3600.0, now - 3600.0 + 29.0),
+    );
+    let (pa, pb): (Vec<&str>, Vec<&str>) = (wa.split(',').collect(), wb.split(',').collect());
+    let c = json(&format!(
+        "/api/compare?a_from={}&a_to={}&a_archive=a&b_from={}&b_to={}&b_archive=b",
+        pa[0], pa[1], pb[0], pb[1]
+    ));
+    let cpu = c["means"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "cpu")
+        .unwrap();
+    let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 0.01;
+    assert!(close(&cpu["a"], 20.0) && close(&cpu["b"], 70.0), "{c:#}");
+    assert!(close(&cpu["difference"], 50.0), "{c:#}");
+    assert_eq!(
+        get(&base, &format!("/api/span?archive=c&token={token}")).0,
+        400
+    );
+    // Without --compare there is no b.
+    let single = View::start(&a);
+    assert_eq!(
+        get(
+            single.base(),
+            &format!("/api/span?archive=b&token={}", single.token())
+        )
+        .0,
+        404
+    );
+
+    let s = page(
+        &view,
+        &format!("archive=b&why=0&cmp_a={wa},a&cmp_b={wb},b"),
+        "view-compare.png",
+    );
+    assert!(s.get("error").is_none(), "{s:#}");
+    assert_eq!(s["archive"], "b", "{s:#}");
+    let peak = s["series"]["cpu_peak"].as_f64().unwrap();
+    assert!((peak - 70.0).abs() < 0.01, "archive b's CPU is 70 %: {s:#}");
+    let cpu = s["compare"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "cpu")
+        .unwrap();
+    assert!(close(&cpu["a"], 20.0) && close(&cpu["b"], 70.0), "{s:#}");
 }
 
 /// The Grafana dashboard in dist/ asks only for series the live endpoint serves: every

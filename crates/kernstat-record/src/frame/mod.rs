@@ -17,6 +17,8 @@ mod signals;
 pub use signals::*;
 
 pub mod bounded;
+pub mod machine_only;
+pub use machine_only::Omitted;
 
 /// One recorded moment, as this version writes it.
 pub type Frame = FrameOf<Proc>;
@@ -76,6 +78,10 @@ pub struct FrameOf<P> {
     /// kept no busy counter). Never written.
     #[serde(skip)]
     pub v1_cpu_percent: Option<f64>,
+    /// Read machine-only ([`crate::Cursor::machine_only`]): how many processes, ended
+    /// processes and groups the frame listed (its lists are then empty). Never written.
+    #[serde(skip)]
+    pub omitted: Option<Omitted>,
 }
 
 /// The machine's counters and readings.
@@ -510,6 +516,7 @@ impl<P> FrameOf<P> {
             tcp: self.tcp,
             retransmits: self.retransmits,
             v1_cpu_percent: self.v1_cpu_percent,
+            omitted: self.omitted,
         }
     }
 }

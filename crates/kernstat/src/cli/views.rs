@@ -366,6 +366,10 @@ pub struct ViewArgs {
     /// page's range moves to each new frame (the URL asks it with `follow=1`).
     #[arg(long)]
     pub live: bool,
+    /// A second archive to compare with (another machine's, or one kept from before a
+    /// change): the page switches between the two and compares a range of each.
+    #[arg(long, value_name = "DIR")]
+    pub compare: Option<PathBuf>,
 }
 
 /// `kernstat events`.
