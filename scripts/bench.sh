@@ -32,12 +32,13 @@ stop_fleet() {
 }
 
 section_sample() {
-  echo "== one bar sample (--bench 1000): BPF and procfs paths"
+  echo "== one bar sample (--bench 1000): BPF and procfs paths (Waybar's format), and a text line that shows no process"
   for tasks in now 300 10000; do
     local f=""
     [ "$tasks" != now ] && f=$(fleet "$tasks")
     $K bar --bench 1000 --json
     $K bar --bench 1000 --json --no-bpf
+    $K bar --bench 1000 --json --format text
     stop_fleet "$f"
   done
 }

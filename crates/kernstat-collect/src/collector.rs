@@ -23,11 +23,18 @@ pub struct CollectOptions {
     pub temp: TempSource,
     /// Where /proc and /sys are.
     pub roots: Roots,
+    /// Read no process at all (a bar whose template shows none): the machine's files
+    /// only, no BPF program loaded.
+    pub machine_only: bool,
 }
 
 enum Tasks {
     Bpf(Box<Sampler>),
     Procfs(ProcfsTasks),
+    /// No process is read: what a view that shows none needs (a text bar of `{cpu}%
+    /// {mem_used}` sampled in 103 µs at 72 tasks with the task walk, almost all of it
+    /// the walk: docs/measured.md).
+    Machine,
 }
 
 /// Fills raw samples.
@@ -57,7 +64,9 @@ impl Collector {
     pub fn open(opts: &CollectOptions) -> io::Result<Self> {
         let system = SystemReader::open(&opts.roots)?;
         let hardware = HardwareReader::discover(&opts.roots, &opts.temp);
-        let (mut tasks, fallback_reason) = if opts.no_bpf {
+        let (mut tasks, fallback_reason) = if opts.machine_only {
+            (Tasks::Machine, None)
+        } else if opts.no_bpf {
             (
                 Tasks::Procfs(ProcfsTasks::open(&opts.roots)?),
                 Some("--no-bpf".to_string()),
@@ -73,11 +82,13 @@ impl Collector {
         };
         let (net, net_unavailable) = if opts.no_bpf {
             (None, Some("--no-bpf".to_string()))
+        } else if opts.machine_only {
+            (None, None)
         } else {
             // With the BPF sampler, its walk reads the live processes' counters too.
             let share = match &tasks {
                 Tasks::Bpf(s) => Some(s.net_storage()),
-                Tasks::Procfs(_) => None,
+                Tasks::Procfs(_) | Tasks::Machine => None,
             };
             match Net::load_with(false, share) {
                 Ok(n) => {
@@ -168,7 +179,8 @@ impl Collector {
     pub fn source(&self) -> Source {
         match self.tasks {
             Tasks::Bpf(_) => Source::Bpf,
-            Tasks::Procfs(_) => Source::Procfs,
+            // The machine's figures, read from /proc.
+            Tasks::Procfs(_) | Tasks::Machine => Source::Procfs,
         }
     }
 
@@ -176,7 +188,7 @@ impl Collector {
     pub fn sampler(&self) -> Option<&Sampler> {
         match &self.tasks {
             Tasks::Bpf(s) => Some(s),
-            Tasks::Procfs(_) => None,
+            Tasks::Procfs(_) | Tasks::Machine => None,
         }
     }
 
@@ -191,8 +203,11 @@ impl Collector {
                 out.sys.busy_ns = walk.busy_ns;
                 out.sys.taken_ns = walk.ktime_ns;
             }
-            Tasks::Procfs(p) => {
-                p.read(&mut out.tasks)?;
+            Tasks::Procfs(_) | Tasks::Machine => {
+                match &mut self.tasks {
+                    Tasks::Procfs(p) => p.read(&mut out.tasks)?,
+                    _ => out.tasks.clear(),
+                }
                 out.source = Source::Procfs;
                 out.tasks.running = totals.running;
                 out.tasks.blocked = totals.blocked;
@@ -260,7 +275,7 @@ impl Collector {
             |pid: u32, start: u64| tasks.get(pid).is_some_and(|p| !exact || p.start == start);
         let read = match &self.tasks {
             Tasks::Bpf(s) => net.read_with(&mut out.net, alive, s.net_records()),
-            Tasks::Procfs(_) => net.read(&mut out.net, alive),
+            Tasks::Procfs(_) | Tasks::Machine => net.read(&mut out.net, alive),
         };
         if let Err(e) = read {
             if !self.net_failed {

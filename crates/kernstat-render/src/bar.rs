@@ -88,6 +88,16 @@ impl BarRenderer {
         }
     }
 
+    /// Whether a tick shows processes: Waybar's tooltip and the JSON line do; a text or
+    /// i3bar line when its template names `{procs}`, `{zombies}` or `{top}`. A bar that
+    /// shows none walks no task.
+    pub fn processes_shown(&self) -> bool {
+        match self.format {
+            BarFormat::Waybar | BarFormat::Json => true,
+            BarFormat::Text | BarFormat::I3bar => self.template.uses_processes(),
+        }
+    }
+
     /// What a tick shows of the network: (the interfaces' counters, every process's
     /// socket bytes). Waybar's tooltip and the JSON line show both; a text or i3bar line
     /// only what its template's fields name, and never processes. What is not shown is

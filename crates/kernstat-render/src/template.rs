@@ -133,6 +133,17 @@ pub struct Template {
 }
 
 impl Template {
+    /// Whether a field needs the processes (`{procs}`, `{zombies}`, `{top}`): a bar
+    /// without one reads none.
+    pub fn uses_processes(&self) -> bool {
+        self.segments.iter().any(|s| {
+            matches!(
+                s,
+                Segment::Field(Field::Procs | Field::Zombies | Field::Top)
+            )
+        })
+    }
+
     /// Whether a field needs the interfaces' counters (`{net_rx}`, `{net_tx}`,
     /// `{net_link}`): a bar without one does not read /proc/net/dev.
     pub fn uses_links(&self) -> bool {

@@ -201,9 +201,18 @@ fn from_daemon(
 }
 
 fn ticker(args: &BarArgs, template: Template, format: BarFormat) -> anyhow::Result<Ticker> {
+    let renderer = BarRenderer::new(format, template);
+    // A line that shows no process reads none: no task walk, no BPF program loaded.
+    let collector = if renderer.processes_shown() {
+        crate::source::open_collector(&args.source)?
+    } else {
+        let mut opts = crate::source::collect_options(&args.source);
+        opts.machine_only = true;
+        kernstat_collect::Collector::open(&opts).context("opening /proc")?
+    };
     Ok(Ticker::new(
-        crate::source::open_collector(&args.source)?,
-        BarRenderer::new(format, template),
+        collector,
+        renderer,
         ModelOptions {
             include_kthreads: args.kthreads,
             thresholds: args.thresholds(),

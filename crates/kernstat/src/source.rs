@@ -17,6 +17,7 @@ pub fn collect_options(src: &crate::cli::SourceArgs) -> CollectOptions {
         no_bpf: src.no_bpf,
         temp: src.temp.clone(),
         roots,
+        machine_only: false,
     }
 }
 

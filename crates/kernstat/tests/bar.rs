@@ -220,7 +220,8 @@ fn fields_lists_every_template_field() {
 #[test]
 fn no_heap_allocations_per_sample_on_either_path() {
     for src in sources() {
-        let mut args = vec!["bar", "--bench", "200", "--json"];
+        // A line that shows a process: the BPF path walks every task.
+        let mut args = vec!["bar", "--bench", "200", "--json", "--text", "{cpu}% {top}"];
         args.extend_from_slice(src);
         let (code, out, err) = run(&args);
         assert_eq!(code, Some(0), "{err}");
@@ -239,6 +240,41 @@ fn no_heap_allocations_per_sample_on_either_path() {
             assert_eq!(v["allocs_per_sample"], 0.0, "{out}");
         }
     }
+}
+
+/// A text line that shows no process (the default template, `{cpu}% {mem_used}`) reads
+/// none: no task walked, no BPF program loaded, nothing allocated per sample; its CPU %
+/// comes from /proc/stat, as with --no-bpf.
+#[test]
+fn a_line_that_shows_no_process_reads_none() {
+    let (code, out, err) = run(&["bar", "--format", "text", "--bench", "100", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v = json(&out);
+    assert_eq!(v["source"], "procfs", "{out}");
+    assert_eq!(v["tasks"], 0, "{out}");
+    assert_eq!(v["allocs_in_steady_samples"], 0, "{out}");
+    assert!(err.is_empty(), "nothing to say: {err}");
+    let mut bar = Lines::spawn(
+        kernstat(),
+        &["bar", "--format", "text", "--interval", "0.2"],
+        Duration::from_secs(30),
+    );
+    for _ in 0..2 {
+        let line = bar.next_line().unwrap();
+        assert!(line.contains('%'), "{line}");
+    }
+    let progs = std::fs::read_dir(format!("/proc/{}/fd", bar.pid()))
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().contains("bpf-prog"))
+        })
+        .count();
+    bar.signal(libc::SIGTERM);
+    assert_eq!(
+        progs, 0,
+        "a bar that shows no process holds {progs} BPF programs"
+    );
 }
 
 #[test]
