@@ -89,8 +89,8 @@ impl BarRenderer {
     }
 
     /// Whether a tick shows processes: Waybar's tooltip and the JSON line do; a text or
-    /// i3bar line when its template names `{procs}`, `{zombies}` or `{top}`. A bar that
-    /// shows none walks no task.
+    /// i3bar line when its template names `{procs}`, `{blocked}`, `{zombies}` or
+    /// `{top}`. A bar that shows none walks no task.
     pub fn processes_shown(&self) -> bool {
         match self.format {
             BarFormat::Waybar | BarFormat::Json => true,

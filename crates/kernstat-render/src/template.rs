@@ -133,13 +133,14 @@ pub struct Template {
 }
 
 impl Template {
-    /// Whether a field needs the processes (`{procs}`, `{zombies}`, `{top}`): a bar
-    /// without one reads none.
+    /// Whether a field needs the processes (`{procs}`, `{blocked}`, `{zombies}`,
+    /// `{top}`: the model counts them from the task table): a bar without one reads
+    /// none.
     pub fn uses_processes(&self) -> bool {
         self.segments.iter().any(|s| {
             matches!(
                 s,
-                Segment::Field(Field::Procs | Field::Zombies | Field::Top)
+                Segment::Field(Field::Procs | Field::Blocked | Field::Zombies | Field::Top)
             )
         })
     }

@@ -238,6 +238,10 @@ fn lead(
         let mut scratch = RawSample::default();
         let collector = &mut lp.collector;
         privileges::drop_after_load(|| collector.sample(&mut scratch).is_ok());
+    } else if !lp.renderer.processes_shown() {
+        // Reading no process, it needs no capability at all (a procfs bar that shows
+        // processes keeps root's, which reading other users' /proc/PID/io needs).
+        privileges::drop_after_load(|| true);
     }
 
     let mut out = Stdout::new();

@@ -243,8 +243,9 @@ fn no_heap_allocations_per_sample_on_either_path() {
 }
 
 /// A text line that shows no process (the default template, `{cpu}% {mem_used}`) reads
-/// none: no task walked, no BPF program loaded, nothing allocated per sample; its CPU %
-/// comes from /proc/stat, as with --no-bpf.
+/// none: no task walked, no BPF program loaded, nothing allocated per sample, no
+/// capability kept; its CPU % comes from /proc/stat, as with --no-bpf. One that shows
+/// the blocked processes walks them.
 #[test]
 fn a_line_that_shows_no_process_reads_none() {
     let (code, out, err) = run(&["bar", "--format", "text", "--bench", "100", "--json"]);
@@ -270,11 +271,30 @@ fn a_line_that_shows_no_process_reads_none() {
             std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().contains("bpf-prog"))
         })
         .count();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", bar.pid())).unwrap();
     bar.signal(libc::SIGTERM);
     assert_eq!(
         progs, 0,
         "a bar that shows no process holds {progs} BPF programs"
     );
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .unwrap()
+        .trim();
+    assert_eq!(u64::from_str_radix(cap_eff, 16).unwrap(), 0, "{status}");
+    let (code, out, err) = run(&[
+        "bar",
+        "--format",
+        "text",
+        "--text",
+        "{blocked}",
+        "--bench",
+        "20",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(json(&out)["tasks"].as_u64().unwrap() > 0, "{out}");
 }
 
 #[test]

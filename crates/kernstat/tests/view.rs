@@ -336,10 +336,15 @@ fn a_live_page_follows_the_recorder() {
     );
 }
 
+/// Run-queue latencies the steady archives record: this many a second, each 1,000 µs.
+const WAITS_PER_S: u64 = 10;
+
 /// An archive written with the recorder's own writer whose machine is `busy` % busy on
-/// two CPUs in every interval: `frames` frames a second apart from `start` (s).
+/// two CPUs in every interval and records [`WAITS_PER_S`] run-queue waits of 1 ms a
+/// second: `frames` frames a second apart from `start` (s).
 fn steady_archive(dir: &std::path::Path, start: f64, frames: u64, busy: u64) {
-    use kernstat_record::frame::{Frame, Machine, Memory};
+    use kernstat_record::frame::{Frame, Hists, Machine, Memory};
+    let slot = kernstat_model::hist::slot_of(1000);
     let mut w = kernstat_record::Writer::open(
         dir,
         kernstat_record::Retention {
@@ -363,6 +368,14 @@ fn steady_archive(dir: &std::path::Path, start: f64, frames: u64, busy: u64) {
                     ..Memory::default()
                 },
                 ..Machine::default()
+            },
+            hists: Hists {
+                runqlat_us: Some({
+                    let mut h = vec![0; slot + 1];
+                    h[slot] = i * WAITS_PER_S;
+                    h
+                }),
+                ..Hists::default()
             },
             ..Frame::default()
         };
@@ -418,6 +431,42 @@ fn two_archives_are_compared_side_by_side() {
         get(&base, &format!("/api/span?archive=c&token={token}")).0,
         400
     );
+    // The heatmap of b's whole span: every recorded wait, in the row of 512-1023 µs.
+    let h = json(&format!(
+        "/api/heatmap?archive=b&hist=runqlat&from={}&to={}&points=50",
+        pb[0], pb[1]
+    ));
+    assert_eq!(h["total"], 29 * WAITS_PER_S, "{h:#}");
+    let row = h["slots_us"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|v| v == 512)
+        .unwrap();
+    let in_row: u64 = h["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b[row].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(in_row, 29 * WAITS_PER_S, "{h:#}");
+    // An archive the user cannot read is refused in one sentence (the server reads as
+    // the user running it).
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 && tool_gate("setpriv") {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let out = common::as_nobody()
+            .args(["view", "--listen", "127.0.0.1:0", "--archive"])
+            .arg(&a)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("Permission denied"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
     // Without --compare there is no b.
     let single = View::start(&a);
     assert_eq!(
