@@ -80,7 +80,12 @@ impl TaskSource {
             return Ok(TaskSource::Procfs(ProcfsPs::open(&Roots::default())?));
         }
         let pin = bpf_ps::pin_path(pin_dir, cmdline);
-        if pin.exists() {
+        // A pinned iterator walks the tasks of the namespace it was pinned from (the
+        // host's, for `kernstat ps --pin` run as root): read from a child PID namespace
+        // that can see the host's bpffs (a container sharing its mounts) it would list
+        // the host's processes by the host's pids. There the iterator is loaded here,
+        // in the reader's namespace, or /proc is read.
+        if pin.exists() && kernstat_bpf::loader::reader_pid_namespace().is_none() {
             match PsReader::pinned(&pin) {
                 Ok(r) => return Ok(TaskSource::Bpf(r)),
                 Err(e) => eprintln!(

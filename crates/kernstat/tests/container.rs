@@ -1,8 +1,9 @@
 //! kernstat inside a container: a private pid, cgroup and mount namespace (unshare),
 //! whose tasks are in a cgroup the test creates, beside a fork storm outside it. The
 //! machine CPU % and the process list kernstat shows inside must be the namespace's
-//! own, compared with the namespace's own /proc and its cgroup's cpu.stat; with a memory
-//! limit on its cgroup, memory's total is that limit and says so.
+//! own, compared with the namespace's own /proc and its cgroup's cpu.stat, also with an
+//! iterator pinned outside (a pin walks the host's tasks: `ps` inside does not read it);
+//! with a memory limit on its cgroup, memory's total is that limit and says so.
 
 mod common;
 
@@ -88,6 +89,10 @@ fn inside_a_pid_and_cgroup_namespace_every_figure_is_the_containers() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
     let dir = tempfile::tempdir().unwrap();
+    let pin_dir = format!("/sys/fs/bpf/kernstat_container_{}", std::process::id());
+    let (code, _, err) = common::run(&["ps", "--pin", &pin_dir]);
+    assert_eq!(code, Some(0), "pin: {err}");
+    let _unpin = Unpin(pin_dir.clone());
     // Into the groups first, then the namespaces: the cgroup namespace's root is the
     // test's group, the pid namespace holds only what the script starts.
     let mut join = format!("echo $$ > {}/cgroup.procs; ", cg.display());
@@ -114,6 +119,9 @@ fn inside_a_pid_and_cgroup_namespace_every_figure_is_the_containers() {
         )
         .env("D", dir.path())
         .env("XDG_RUNTIME_DIR", common::private_runtime_dir())
+        // A pin made outside (as a user's `kernstat ps --pin` is): `ps` inside must not
+        // read it, since it walks the host's tasks.
+        .env("KERNSTAT_PIN_DIR", &pin_dir)
         .output()
         .unwrap();
     let _ = storm.kill();
@@ -175,6 +183,7 @@ fn inside_a_pid_and_cgroup_namespace_every_figure_is_the_containers() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    assert!(ps.iter().all(|p| p["source"] != "bpf-pin"), "{ps:?}");
     assert_eq!(ps[0]["pid"], 1, "{ps:?}");
     assert_eq!(ps[0]["ppid"], 0, "{ps:?}");
     for p in &ps {
@@ -190,5 +199,14 @@ fn inside_a_pid_and_cgroup_namespace_every_figure_is_the_containers() {
         assert_eq!(snap["mem"]["total_bytes"], limit, "{}", snap["mem"]);
         assert_eq!(snap["mem"]["total_source"], "cgroup");
         assert!(snap["mem"]["used_bytes"].as_u64().unwrap() > 0);
+    }
+}
+
+/// Removes a pin directory when dropped.
+struct Unpin(String);
+
+impl Drop for Unpin {
+    fn drop(&mut self) {
+        let _ = common::run(&["ps", "--unpin", &self.0]);
     }
 }
