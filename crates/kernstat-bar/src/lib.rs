@@ -53,6 +53,17 @@ impl Ticker {
         }
     }
 
+    /// A ticker over a collector opened with `collect` for what `renderer` shows: a line
+    /// that shows no process reads none (no task walk, no BPF program loaded).
+    pub fn open(
+        mut collect: kernstat_collect::CollectOptions,
+        renderer: BarRenderer,
+        opts: ModelOptions,
+    ) -> std::io::Result<Self> {
+        collect.machine_only = !renderer.processes_shown();
+        Ok(Ticker::new(Collector::open(&collect)?, renderer, opts))
+    }
+
     /// The baseline sample rates are computed from.
     pub fn baseline(&mut self) -> anyhow::Result<()> {
         self.collector.sample(&mut self.prev).context("sampling")

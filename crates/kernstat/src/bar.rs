@@ -201,23 +201,19 @@ fn from_daemon(
 }
 
 fn ticker(args: &BarArgs, template: Template, format: BarFormat) -> anyhow::Result<Ticker> {
-    let renderer = BarRenderer::new(format, template);
-    // A line that shows no process reads none: no task walk, no BPF program loaded.
-    let collector = if renderer.processes_shown() {
-        crate::source::open_collector(&args.source)?
-    } else {
-        let mut opts = crate::source::collect_options(&args.source);
-        opts.machine_only = true;
-        kernstat_collect::Collector::open(&opts).context("opening /proc")?
-    };
-    Ok(Ticker::new(
-        collector,
-        renderer,
+    let lp = Ticker::open(
+        crate::source::collect_options(&args.source),
+        BarRenderer::new(format, template),
         ModelOptions {
             include_kthreads: args.kthreads,
             thresholds: args.thresholds(),
         },
-    ))
+    )
+    .context("opening /proc")?;
+    if let Some(notice) = lp.collector.notice(args.source.no_bpf) {
+        eprintln!("kernstat: {notice}");
+    }
+    Ok(lp)
 }
 
 fn lead(

@@ -6,16 +6,12 @@ use crate::cli::ViewArgs;
 /// Runs `kernstat view`; returns the exit status.
 pub fn run(args: &ViewArgs) -> anyhow::Result<i32> {
     let archive = kernstat_record::locate::archive_dir(args.archive.as_deref());
-    if let Err(e) = kernstat_record::archive::Archive::open(&archive) {
-        eprintln!(
-            "kernstat view: no archive at {} ({e}); `kernstat daemon --record DIR` writes one",
-            archive.display()
-        );
-        return Ok(1);
-    }
-    if let Some(other) = &args.compare {
-        if let Err(e) = kernstat_record::archive::Archive::open(other) {
-            eprintln!("kernstat view: --compare {}: {e}", other.display());
+    for dir in std::iter::once(&archive).chain(&args.compare) {
+        if let Err(e) = kernstat_record::archive::Archive::open(dir) {
+            eprintln!(
+                "kernstat view: no archive at {} ({e}); `kernstat daemon --record DIR` writes one",
+                dir.display()
+            );
             return Ok(1);
         }
     }
