@@ -128,12 +128,47 @@ impl Runqlat {
             Ok(())
         })?;
         let ncpus = libbpf_rs::num_possible_cpus().unwrap_or(1);
-        Ok(Runqlat {
+        let rq = Runqlat {
             skel,
             attach,
             ncpus,
             offcpu: cfg.offcpu,
-        })
+        };
+        if let (Some(pid), Attach::TpBtf) = (cfg.pid, attach) {
+            rq.prepare_storage(pid);
+        }
+        Ok(rq)
+    }
+
+    /// Creates the task-local storage of each thread of `pid` now, from this system
+    /// call, so that the hooks only look it up. Created from inside `sched_switch`
+    /// instead, it can be refused: interrupts are off there, so the entry comes from a
+    /// per-CPU cache that may be empty, and another task's storage operation may hold
+    /// this CPU's task-storage busy counter. A refused first creation loses that
+    /// task's next off-CPU period or wait (counted in `lost`); `tests/offcpu.rs` saw one
+    /// sleep of twenty lost that way inside the full suite. Threads started later are
+    /// created by the hooks as before. Threads other than the leader need a thread
+    /// pidfd (PIDFD_THREAD, Linux 6.9); before that only the leader is prepared.
+    fn prepare_storage(&self, pid: u32) {
+        let map = if self.offcpu {
+            &self.skel.maps.off_ts
+        } else {
+            &self.skel.maps.start_ts
+        };
+        let tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|dir| {
+                dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_else(|_| vec![pid]);
+        for tid in tids {
+            let Some(fd) = crate::kernel::pidfd_open(tid, tid != pid) else {
+                continue;
+            };
+            let key = std::os::fd::AsRawFd::as_raw_fd(&fd).to_ne_bytes();
+            // NOEXIST: a hook that got there first has already stamped it.
+            let _ = map.update(&key, &0u64.to_ne_bytes(), MapFlags::NO_EXIST);
+        }
     }
 
     /// Which attachment was chosen.

@@ -29,14 +29,14 @@ fn a_process_that_sleeps_100_ms_twenty_times_is_off_cpu_twenty_times_for_100_ms(
     use std::io::Write;
     sleeper.stdin.take().unwrap().write_all(b"go\n").unwrap();
     assert!(sleeper.wait().unwrap().success());
-    let text = common::interrupt(trace, err);
+    let (text, said) = common::interrupt_with_stderr(trace, err);
     let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     let count = v["count"].as_u64().unwrap();
     let p50 = v["p50"].as_f64().unwrap();
     // Twenty sleeps, and a few more blocks of the interpreter (start, stdin).
-    assert!((20..=30).contains(&count), "{count} blocks: {text}");
+    assert!((20..=30).contains(&count), "{count} blocks: {text}{said}");
     assert!(
         (95_000.0..=140_000.0).contains(&p50),
-        "median {p50} µs: {text}"
+        "median {p50} µs: {text}{said}"
     );
 }

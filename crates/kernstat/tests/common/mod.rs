@@ -86,10 +86,17 @@ pub fn traced(args: &[&str]) -> (std::process::Child, std::thread::JoinHandle<St
 /// Stops a [`traced`] command as Ctrl-C would and returns its stdout: it must exit, with
 /// success, within 30 s (a lost signal fails the test instead of hanging the suite).
 #[allow(dead_code)]
-pub fn interrupt(
+pub fn interrupt(child: std::process::Child, stderr: std::thread::JoinHandle<String>) -> String {
+    interrupt_with_stderr(child, stderr).0
+}
+
+/// [`interrupt`], also returning what the tracer wrote to stderr (its count of runs
+/// it could not measure, for a failure's message).
+#[allow(dead_code)]
+pub fn interrupt_with_stderr(
     mut child: std::process::Child,
     stderr: std::thread::JoinHandle<String>,
-) -> String {
+) -> (String, String) {
     // Its output drained as it comes (a full pipe would keep it from ending).
     let mut stdout = child.stdout.take().expect("a piped stdout");
     let out = std::thread::spawn(move || {
@@ -114,7 +121,7 @@ pub fn interrupt(
     let out = out.join().unwrap();
     let said = stderr.join().unwrap();
     assert!(status.success(), "the tracer exited with {status}: {said}");
-    out
+    (out, said)
 }
 
 /// Runs kernstat to completion: (exit code, stdout, stderr).
