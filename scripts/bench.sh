@@ -374,8 +374,40 @@ section_metrics() {
     printf "process %.4f%% + BPF hooks %.4f%% = %.4f%% of one core\n", s/t*100, h/t*100, (s+h)/t*100 }'
   grep VmRSS /proc/$p/status
   kill -TERM $p; wait $p 2>/dev/null || true
+  echo "== a scrape that meets a new sample: daemon at a 1 s interval, one scrape a second"
+  echo "   (encodes), then one right after (serves the same bytes); the daemon's CPU over each"
+  $K daemon --socket "$dir/sock" --interval 1 --metrics 127.0.0.1:19661 2>/dev/null &
+  p=$!
+  sleep 3
+  fresh_scrape_bench $p 19661 40
+  kill -TERM $p; wait $p 2>/dev/null || true
   stop_fleet "$f"
   rm -rf "$dir"
+}
+
+# CPU of the daemon (all its threads, /proc/PID/task/*/schedstat) over one scrape that
+# meets a sample no scrape has encoded yet, and over the scrape right after it.
+fresh_scrape_bench() {
+  python3 - "$@" <<'PY'
+import http.client, sys, time, glob, statistics
+def cpu(pid):
+    t = 0
+    for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try: t += int(open(f).read().split()[0])
+        except OSError: pass
+    return t
+pid, port, n = map(int, sys.argv[1:4])
+om = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+c = http.client.HTTPConnection("127.0.0.1", port)
+first, second = [], []
+for _ in range(n):
+    time.sleep(1.0)
+    a = cpu(pid); c.request("GET", "/metrics", headers={"Accept": om}); c.getresponse().read(); b = cpu(pid)
+    c.request("GET", "/metrics", headers={"Accept": om}); c.getresponse().read(); d = cpu(pid)
+    first.append((b - a) / 1e6); second.append((d - b) / 1e6)
+print(f"CPU per scrape: meeting a new sample p50 {statistics.median(first):.3f} ms, "
+      f"serving the encoded bytes p50 {statistics.median(second):.3f} ms ({n} of each)")
+PY
 }
 
 # The context providers beside beachcomber 0.9.1's (crates.io), on one fake home: each
