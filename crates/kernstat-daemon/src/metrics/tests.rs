@@ -55,3 +55,32 @@ fn top_by_keeps_the_largest_user_processes() {
         .collect();
     assert_eq!(top, [2, 4]);
 }
+
+#[test]
+fn whole_values_are_written_as_integers_and_fractions_as_floats() {
+    let e = Exporter::new(10);
+    let mut s = MetricsSample {
+        sample_us: 250.0,
+        self_rss_bytes: 9_007_199_254_740_993, // above 2^53: not exact as f64
+        ..MetricsSample::default()
+    };
+    s.model.ncpus = 2;
+    e.publish(s);
+    let text = e.encode_text().unwrap();
+    let text = std::str::from_utf8(&text).unwrap();
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.split(' ').next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+            .to_string()
+    };
+    assert_eq!(line("kernstat_cpus_online"), "kernstat_cpus_online 2");
+    assert_eq!(
+        line("kernstat_sample_duration_seconds"),
+        "kernstat_sample_duration_seconds 0.00025"
+    );
+    assert_eq!(
+        line("kernstat_self_resident_memory_bytes"),
+        "kernstat_self_resident_memory_bytes 9007199254740992.0"
+    );
+}
