@@ -376,11 +376,19 @@ section_metrics() {
   kill -TERM $p; wait $p 2>/dev/null || true
   echo "== a scrape that meets a new sample: daemon at a 1 s interval, one scrape a second"
   echo "   (encodes), then one right after (serves the same bytes); the daemon's CPU over each"
-  $K daemon --socket "$dir/sock" --interval 1 --metrics 127.0.0.1:19661 2>/dev/null &
-  p=$!
-  sleep 3
-  fresh_scrape_bench $p 19661 40
-  kill -TERM $p; wait $p 2>/dev/null || true
+  echo "   (OLD=path/to/kernstat alternates another build, three rounds)"
+  local b r
+  for r in 1 2 3; do
+    for b in $K ${OLD:-}; do
+      $b daemon --socket "$dir/sock" --interval 1 --metrics 127.0.0.1:19661 2>/dev/null &
+      p=$!
+      sleep 3
+      echo -n "$b: "
+      fresh_scrape_bench $p 19661 30
+      kill -TERM $p; wait $p 2>/dev/null || true
+    done
+    [ -n "${OLD:-}" ] || break
+  done
   stop_fleet "$f"
   rm -rf "$dir"
 }
@@ -1034,7 +1042,7 @@ section_record() {
 # kernstat view over a synthetic archive (the v3 fixture's frame, its processes repeated
 # to 300, a frame every 5 s, written by the recorder's writer): a 24-hour range's
 # timelines read cold (a fresh server each run: what the page's first paint of the
-# range waits for) and again, its heatmap, and the server's RSS after a 7-day range. OLD=path/to/kernstat measures another build side by side.
+# range waits for) and again, its heatmap, and the server's RSS after a 7-day range. OLD=path/to/kernstat measures another build side by side (also in `metrics`).
 view_cold() {
   local bin=$1 arch=$2 port=$3 tok=0123456789abcdef0123456789abcdef
   echo $tok >"$arch.token"
