@@ -145,11 +145,11 @@ pub fn syscall_function(name: &str) -> String {
 }
 
 /// A pidfd for `tid`, the key of task-local storage from userspace. A thread that is
-/// not its process's leader needs PIDFD_THREAD (Linux 6.9; the flag's value is
-/// O_EXCL): before that kernel, or once `tid` has exited, None.
+/// not its process's leader needs PIDFD_THREAD (Linux 6.9): before that kernel, or
+/// once `tid` has exited, None.
 pub fn pidfd_open(tid: u32, thread: bool) -> Option<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
-    let flags = if thread { libc::O_EXCL } else { 0 };
+    let flags = if thread { libc::PIDFD_THREAD } else { 0 };
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as libc::pid_t, flags) };
     // SAFETY: a descriptor the call just returned, owned by nobody else.

@@ -145,8 +145,9 @@ impl Runqlat {
     /// instead, it can be refused: interrupts are off there, so the entry comes from a
     /// per-CPU cache that may be empty, and another task's storage operation may hold
     /// this CPU's task-storage busy counter. A refused first creation loses that
-    /// task's next off-CPU period or wait (counted in `lost`); `tests/offcpu.rs` saw one
-    /// sleep of twenty lost that way inside the full suite. Threads started later are
+    /// task's next off-CPU period or wait (counted in `lost`); that may be how
+    /// `tests/offcpu.rs` once counted 19 of 20 sleeps inside the full suite (the run did
+    /// not print the lost count; docs/testing.md). Threads started later are
     /// created by the hooks as before. Threads other than the leader need a thread
     /// pidfd (PIDFD_THREAD, Linux 6.9); before that only the leader is prepared.
     fn prepare_storage(&self, pid: u32) {
