@@ -113,14 +113,25 @@ fn in_netns_of(pid: u32, args: &[&str]) -> String {
 struct Peer(Child);
 
 impl Peer {
+    /// Returns once the process is in its new namespace: `unshare` makes it before it
+    /// runs the shell, whose first line says so. A link moved to the pid before that
+    /// lands in this namespace instead (a clean-clone run failed so: "Cannot find
+    /// device v1" in the peer).
     fn start() -> Self {
-        Peer(
-            Command::new("unshare")
-                .args(["--net", "sleep", "300"])
-                .stdin(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
+        use std::io::BufRead;
+        let mut child = Command::new("unshare")
+            .args(["--net", "sh", "-c", "echo in; exec sleep 300"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let peer = Peer(child);
+        assert_eq!(line, "in\n", "the peer's shell did not start");
+        peer
     }
 
     fn pid(&self) -> String {
