@@ -309,9 +309,10 @@ section_daemon() {
 # from /proc/PID/task/*/schedstat over the batch / scrapes), bytes, resident memory.
 # kernstat samples every 60 s here, so a batch measures serving only; node_exporter
 # collects inside each scrape. Then the daemon's whole cost at a 15 s interval.
+# `scrape_bench fresh PID PORT N`: the CPU of scrapes that meet a new sample instead.
 scrape_bench() {
   python3 - "$@" <<'PY'
-import http.client, sys, time, glob
+import http.client, sys, time, glob, statistics
 def cpu(pid):
     t = 0
     for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
@@ -335,8 +336,23 @@ def bench(name, pid, port, n, accept):
     rss = [l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")][0].split()[1]
     print(f"{name:16} p50 {walls[n//2]*1e3:.3f} ms  p99 {walls[int(n*0.99)]*1e3:.3f} ms  "
           f"cpu {(c1-c0)/n/1e6:.3f} ms/scrape  {size} bytes  RSS {int(rss)/1024:.1f} MiB")
+def fresh(pid, port, n, accept):
+    # The daemon's CPU over one scrape that meets a sample no scrape has encoded yet
+    # (a second after the last: the daemon samples every second), and over the next.
+    c = http.client.HTTPConnection("127.0.0.1", port)
+    first, second = [], []
+    for _ in range(n):
+        time.sleep(1.0)
+        a = cpu(pid); c.request("GET", "/metrics", headers={"Accept": accept}); c.getresponse().read()
+        b = cpu(pid); c.request("GET", "/metrics", headers={"Accept": accept}); c.getresponse().read()
+        first.append((b - a) / 1e6); second.append((cpu(pid) - b) / 1e6)
+    print(f"CPU per scrape: meeting a new sample p50 {statistics.median(first):.3f} ms, "
+          f"serving the encoded bytes p50 {statistics.median(second):.3f} ms ({n} of each)")
 om = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
 pb = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+if sys.argv[1] == "fresh":
+    fresh(*map(int, sys.argv[2:5]), om)
+    sys.exit()
 kpid, kport, npid, nport, n = map(int, sys.argv[1:6])
 for _ in range(2):
     bench("kernstat", kpid, kport, n, om)
@@ -384,7 +400,7 @@ section_metrics() {
       p=$!
       sleep 3
       echo -n "$b: "
-      fresh_scrape_bench $p 19661 30
+      scrape_bench fresh $p 19661 30
       kill -TERM $p; wait $p 2>/dev/null || true
     done
     [ -n "${OLD:-}" ] || break
@@ -393,30 +409,6 @@ section_metrics() {
   rm -rf "$dir"
 }
 
-# CPU of the daemon (all its threads, /proc/PID/task/*/schedstat) over one scrape that
-# meets a sample no scrape has encoded yet, and over the scrape right after it.
-fresh_scrape_bench() {
-  python3 - "$@" <<'PY'
-import http.client, sys, time, glob, statistics
-def cpu(pid):
-    t = 0
-    for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
-        try: t += int(open(f).read().split()[0])
-        except OSError: pass
-    return t
-pid, port, n = map(int, sys.argv[1:4])
-om = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
-c = http.client.HTTPConnection("127.0.0.1", port)
-first, second = [], []
-for _ in range(n):
-    time.sleep(1.0)
-    a = cpu(pid); c.request("GET", "/metrics", headers={"Accept": om}); c.getresponse().read(); b = cpu(pid)
-    c.request("GET", "/metrics", headers={"Accept": om}); c.getresponse().read(); d = cpu(pid)
-    first.append((b - a) / 1e6); second.append((d - b) / 1e6)
-print(f"CPU per scrape: meeting a new sample p50 {statistics.median(first):.3f} ms, "
-      f"serving the encoded bytes p50 {statistics.median(second):.3f} ms ({n} of each)")
-PY
-}
 
 # The context providers beside beachcomber 0.9.1's (crates.io), on one fake home: each
 # one's compute time (median of 3,000, pinned to CPU 0) and the fields both report.
