@@ -36,13 +36,20 @@ impl BioOp {
 
     /// As people (and `biolatency -D`) name it.
     pub fn name(self) -> String {
+        self.to_string()
+    }
+}
+
+/// The name, written without building a string (a scrape's label).
+impl std::fmt::Display for BioOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            BioOp::Read => "read".into(),
-            BioOp::Write => "write".into(),
-            BioOp::Flush => "flush".into(),
-            BioOp::Discard => "discard".into(),
-            BioOp::Other(9) => "write-zeroes".into(),
-            BioOp::Other(n) => format!("op{n}"),
+            BioOp::Read => f.write_str("read"),
+            BioOp::Write => f.write_str("write"),
+            BioOp::Flush => f.write_str("flush"),
+            BioOp::Discard => f.write_str("discard"),
+            BioOp::Other(9) => f.write_str("write-zeroes"),
+            BioOp::Other(n) => write!(f, "op{n}"),
         }
     }
 }

@@ -73,28 +73,43 @@ fn frexp(v: f64) -> (f64, i32) {
     (m, exp - 1022)
 }
 
-fn native_from(counts: &std::collections::BTreeMap<i32, u64>) -> Native {
-    let mut n = Native::default();
-    let mut prev_index: Option<i32> = None;
-    let mut prev_count = 0i64;
-    for (&i, &c) in counts {
-        match prev_index {
-            Some(p) if i == p + 1 => n.spans.last_mut().expect("a span").1 += 1,
-            Some(p) => n.spans.push((i - p - 1, 1)),
-            None => n.spans.push((i, 1)),
-        }
-        n.deltas.push(c as i64 - prev_count);
-        prev_count = c as i64;
-        prev_index = Some(i);
-    }
-    n
-}
-
 /// A run-queue latency histogram (slots of whole `unit_s` seconds: 1e-6 for µs).
 pub fn latency(h: &Hist, unit_s: f64) -> Encoded {
     let mut out = Encoded::default();
-    let mut log2 = vec![0u64; 64];
-    let mut native = std::collections::BTreeMap::new();
+    latency_into(h, unit_s, &mut out);
+    out
+}
+
+/// [`latency`] into `out`, reusing its buffers: a scrape encodes every histogram of a
+/// sample through one `Encoded`, so the buffers are allocated once per scrape, not once
+/// per series (asserted in metrics' tests).
+pub fn latency_into(h: &Hist, unit_s: f64, out: &mut Encoded) {
+    out.count = 0;
+    out.sum = 0.0;
+    out.classic.clear();
+    // Sized for the most a histogram can have, so a larger one never grows them.
+    out.classic.reserve(65);
+    let native = out.native.get_or_insert_with(Native::default);
+    native.spans.clear();
+    native.deltas.clear();
+    native.spans.reserve(h.slots.len());
+    native.deltas.reserve(h.slots.len());
+    let mut log2 = [0u64; 64];
+    // Slots ascend in value, so their midpoints' native indexes never go down: each
+    // native bucket is complete when the next index starts.
+    let mut bucket: Option<(i32, u64)> = None;
+    let mut prev: Option<(i32, u64)> = None;
+    let mut close = |b: (i32, u64), prev: &mut Option<(i32, u64)>| {
+        match *prev {
+            Some((p, _)) if b.0 == p + 1 => native.spans.last_mut().expect("a span").1 += 1,
+            Some((p, _)) => native.spans.push((b.0 - p - 1, 1)),
+            None => native.spans.push((b.0, 1)),
+        }
+        native
+            .deltas
+            .push(b.1 as i64 - prev.map_or(0, |(_, c)| c as i64));
+        *prev = Some(b);
+    };
     for (slot, &c) in h.slots.iter().enumerate() {
         if c == 0 {
             continue;
@@ -110,29 +125,46 @@ pub fn latency(h: &Hist, unit_s: f64) -> Encoded {
             63 - lo.leading_zeros() as usize
         };
         log2[k] += c;
-        *native.entry(schema0_index(mid)).or_insert(0) += c;
+        let index = schema0_index(mid);
+        bucket = match bucket {
+            Some((i, n)) if i == index => Some((i, n + c)),
+            Some(done) => {
+                close(done, &mut prev);
+                Some((index, c))
+            }
+            None => Some((index, c)),
+        };
+    }
+    if let Some(done) = bucket {
+        close(done, &mut prev);
     }
     let last = log2.iter().rposition(|&c| c > 0).unwrap_or(0);
     for (k, &c) in log2.iter().enumerate().take(last + 1) {
         out.classic.push(((1u64 << (k + 1)) as f64 * unit_s, c));
     }
     out.classic.push((f64::INFINITY, 0));
-    out.native = Some(native_from(&native));
-    out
 }
 
 /// A write-size histogram (log2 slots of bytes). The sum is the exact byte total the
 /// kernel counted.
 pub fn sizes(slots: &[u64; SIZE_SLOTS], total_bytes: u64) -> Encoded {
+    let mut out = Encoded::default();
+    sizes_into(slots, total_bytes, &mut out);
+    out
+}
+
+/// [`sizes`] into `out`, reusing its buffers (as [`latency_into`]; a buffer of its own,
+/// since this one has no native buckets).
+pub fn sizes_into(slots: &[u64; SIZE_SLOTS], total_bytes: u64, out: &mut Encoded) {
     let last = slots.iter().rposition(|&c| c > 0).unwrap_or(0);
-    let mut classic: Classic = (0..=last).map(|k| (slot_hi(k) as f64, slots[k])).collect();
-    classic.push((f64::INFINITY, 0));
-    Encoded {
-        count: slots.iter().sum(),
-        sum: total_bytes as f64,
-        classic,
-        native: None,
-    }
+    out.classic.clear();
+    out.classic.reserve(SIZE_SLOTS + 1);
+    out.classic
+        .extend((0..=last).map(|k| (slot_hi(k) as f64, slots[k])));
+    out.classic.push((f64::INFINITY, 0));
+    out.count = slots.iter().sum();
+    out.sum = total_bytes as f64;
+    out.native = None;
 }
 
 #[cfg(test)]
@@ -201,6 +233,35 @@ mod tests {
         // (2^-19, 2^-18] = (1.9, 3.8] µs; 5000 µs in (2^-8, 2^-7] s = (3.9, 7.8] ms.
         assert!(counts.contains(&(-18, 3)), "{counts:?}");
         assert!(counts.contains(&(-7, 1)), "{counts:?}");
+    }
+
+    #[test]
+    fn native_buckets_add_up_each_index_once_in_order() {
+        // Many slots share a native bucket; each index appears once, ascending, with
+        // the sum of its slots' counts.
+        let mut h = Hist::default();
+        for v in (0..200_000u64).step_by(7) {
+            h.record(v);
+        }
+        let mut want = std::collections::BTreeMap::new();
+        for (slot, &c) in h.slots.iter().enumerate().filter(|(_, &c)| c > 0) {
+            let (lo, hi) = slot_bounds(slot);
+            *want
+                .entry(schema0_index((lo + hi + 1) as f64 / 2.0 * 1e-6))
+                .or_insert(0) += c;
+        }
+        let n = latency(&h, 1e-6).native.unwrap();
+        let mut got = Vec::new();
+        let (mut idx, mut count, mut d) = (0i32, 0i64, n.deltas.iter());
+        for &(offset, len) in &n.spans {
+            idx += offset;
+            for _ in 0..len {
+                count += d.next().unwrap();
+                got.push((idx, count as u64));
+                idx += 1;
+            }
+        }
+        assert_eq!(got, want.into_iter().collect::<Vec<_>>());
     }
 
     #[test]

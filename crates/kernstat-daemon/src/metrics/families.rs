@@ -43,11 +43,25 @@ pub(super) type ProcessFamily<'a> = (
     fn(&ProcRate) -> f64,
 );
 
-pub(super) fn proc_labels(p: &ProcRate) -> [(&'static str, String); 2] {
-    [
-        ("pid", p.pid.to_string()),
-        ("comm", p.comm.as_str().to_string()),
-    ]
+/// A process's labels, written from its fields as they are (no string is built).
+pub(super) type ProcLabels<'a> = ([(&'static str, u32); 1], [(&'static str, &'a str); 1]);
+
+pub(super) fn proc_labels(p: &ProcRate) -> ProcLabels<'_> {
+    ([("pid", p.pid)], [("comm", p.comm.as_str())])
+}
+
+/// A block operation's label (`read`, `write`, `op12`...), written without building a
+/// string.
+pub(super) struct OpLabel(pub kernstat_model::biolat::BioOp);
+
+impl prometheus_client::encoding::EncodeLabelValue for OpLabel {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        use std::fmt::Write;
+        write!(encoder, "{}", self.0)
+    }
 }
 
 /// The `n` processes with the largest `key` (ties: lower pid first), largest first.
@@ -56,7 +70,9 @@ pub(super) fn top_by(
     n: usize,
     key: impl Fn(&ProcRate) -> f64,
 ) -> Vec<&ProcRate> {
-    let mut v: Vec<&ProcRate> = procs.iter().filter(|p| !p.kthread).collect();
+    // One allocation whatever the number of processes (collect would grow it).
+    let mut v: Vec<&ProcRate> = Vec::with_capacity(procs.len());
+    v.extend(procs.iter().filter(|p| !p.kthread));
     v.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.pid.cmp(&b.pid)));
     v.truncate(n);
     v
@@ -201,7 +217,7 @@ pub(super) fn network(
                 Counter,
                 links
                     .iter()
-                    .map(|l| ([("device", l.name.as_str().to_string())], value(l) as f64)),
+                    .map(|l| ([("device", l.name.as_str())], value(l) as f64)),
             )?;
         }
     }
@@ -223,14 +239,12 @@ pub(super) fn network(
                 .map(|(kind, v)| ([("kind", *kind)], v as f64)),
         )?;
     }
-    let busiest = top_by(&s.model.procs, top, |p| {
+    let mut busiest = top_by(&s.model.procs, top, |p| {
         p.net_rx_bps.unwrap_or(0.0) + p.net_tx_bps.unwrap_or(0.0)
     });
-    let busiest: Vec<&ProcRate> = busiest
-        .into_iter()
-        .filter(|p| !p.counters_hidden)
-        .filter(|p| p.net_rx_bytes.unwrap_or(0) + p.net_tx_bytes.unwrap_or(0) > 0)
-        .collect();
+    busiest.retain(|p| {
+        !p.counters_hidden && p.net_rx_bytes.unwrap_or(0) + p.net_tx_bytes.unwrap_or(0) > 0
+    });
     for (name, help, value) in [
         (
             "kernstat_process_network_receive_bytes",
@@ -375,7 +389,7 @@ pub(super) fn kernel_counters(
             kind,
             k.disks
                 .iter()
-                .map(|d| ([("device", d.name.clone())], value(d))),
+                .map(|d| ([("device", d.name.as_str())], value(d))),
         )?;
     }
     labeled(
@@ -385,7 +399,7 @@ pub(super) fn kernel_counters(
         Counter,
         k.disks
             .iter()
-            .map(|d| ([("device", d.name.clone())], d.queue_ms as f64 / 1e3)),
+            .map(|d| ([("device", d.name.as_str())], d.queue_ms as f64 / 1e3)),
     )?;
     Ok(())
 }
@@ -401,7 +415,9 @@ pub(super) fn cgroups(
     if groups.is_empty() {
         return Ok(());
     }
-    let label = |g: &CgroupRate| g.path.clone();
+    fn label(g: &CgroupRate) -> &str {
+        g.path.as_str()
+    }
     labeled(
         enc,
         "kernstat_cgroup_cpu_seconds",
@@ -410,20 +426,20 @@ pub(super) fn cgroups(
         groups.iter().flat_map(|g| {
             [
                 (
-                    [("cgroup", label(g)), ("mode", "user".to_string())],
+                    [("cgroup", label(g)), ("mode", "user")],
                     g.cpu.user_us as f64 / 1e6,
                 ),
                 (
-                    [("cgroup", label(g)), ("mode", "system".to_string())],
+                    [("cgroup", label(g)), ("mode", "system")],
                     g.cpu.system_us as f64 / 1e6,
                 ),
             ]
         }),
     )?;
-    let throttled: Vec<&CgroupRate> = groups
-        .iter()
-        .filter(|g| g.cpu.throttled_us.is_some())
-        .collect();
+    // Each list below is allocated once at its largest (collect would grow it as it
+    // goes): a scrape's allocations do not grow with the number of groups.
+    let mut throttled: Vec<&CgroupRate> = Vec::with_capacity(groups.len());
+    throttled.extend(groups.iter().filter(|g| g.cpu.throttled_us.is_some()));
     labeled(
         enc,
         "kernstat_cgroup_cpu_throttled_seconds",
@@ -448,10 +464,9 @@ pub(super) fn cgroups(
             )
         }),
     )?;
-    let with_mem: Vec<(&CgroupRate, kernstat_model::cgroup::CgroupMemory)> = groups
-        .iter()
-        .filter_map(|g| g.memory.map(|m| (g, m)))
-        .collect();
+    let mut with_mem: Vec<(&CgroupRate, kernstat_model::cgroup::CgroupMemory)> =
+        Vec::with_capacity(groups.len());
+    with_mem.extend(groups.iter().filter_map(|g| g.memory.map(|m| (g, m))));
     labeled(
         enc,
         "kernstat_cgroup_memory_bytes",
@@ -479,17 +494,15 @@ pub(super) fn cgroups(
             .iter()
             .map(|(g, m)| ([("cgroup", label(g))], m.oom_kill as f64)),
     )?;
-    let with_io: Vec<(&CgroupRate, u64, u64)> = groups
-        .iter()
-        .filter_map(|g| {
-            let io = g.io.as_ref()?;
-            Some((
-                g,
-                io.iter().map(|d| d.rbytes).sum(),
-                io.iter().map(|d| d.wbytes).sum(),
-            ))
-        })
-        .collect();
+    let mut with_io: Vec<(&CgroupRate, u64, u64)> = Vec::with_capacity(groups.len());
+    with_io.extend(groups.iter().filter_map(|g| {
+        let io = g.io.as_ref()?;
+        Some((
+            g,
+            io.iter().map(|d| d.rbytes).sum(),
+            io.iter().map(|d| d.wbytes).sum(),
+        ))
+    }));
     labeled(
         enc,
         "kernstat_cgroup_io_read_bytes",
@@ -527,8 +540,8 @@ pub(super) fn cgroups(
                 Some((
                     [
                         ("cgroup", label(g)),
-                        ("resource", resource.to_string()),
-                        ("kind", kind.to_string()),
+                        ("resource", resource),
+                        ("kind", kind),
                     ],
                     l.total_us as f64 / 1e6,
                 ))

@@ -86,7 +86,8 @@ pub fn wants_openmetrics(accept: &str) -> bool {
 /// marker. Everything else is the same in both formats for the series served here
 /// (no units, no info or stateset types, no exemplars, no created timestamps).
 pub fn openmetrics_to_text(om: &str) -> String {
-    let mut out = String::with_capacity(om.len() + 512);
+    // Room for `_total` twice in every family (at most one per 40 bytes of text).
+    let mut out = String::with_capacity(om.len() + om.len() / 40 * 12 + 64);
     let mut lines = om.lines().peekable();
     while let Some(line) = lines.next() {
         if line == "# EOF" {
@@ -94,12 +95,18 @@ pub fn openmetrics_to_text(om: &str) -> String {
         }
         if let Some(rest) = line.strip_prefix("# HELP ") {
             let name = rest.split(' ').next().unwrap_or("");
-            let counter = lines
-                .peek()
-                .is_some_and(|next| *next == format!("# TYPE {name} counter"));
+            let counter = lines.peek().is_some_and(|next| {
+                next.strip_prefix("# TYPE ")
+                    .and_then(|t| t.strip_prefix(name))
+                    == Some(" counter")
+            });
             if counter {
-                out.push_str(&format!("# HELP {name}_total{}\n", &rest[name.len()..]));
-                out.push_str(&format!("# TYPE {name}_total counter\n"));
+                for part in ["# HELP ", name, "_total", &rest[name.len()..], "\n"] {
+                    out.push_str(part);
+                }
+                for part in ["# TYPE ", name, "_total counter\n"] {
+                    out.push_str(part);
+                }
                 lines.next();
                 continue;
             }

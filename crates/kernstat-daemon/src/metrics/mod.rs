@@ -225,6 +225,8 @@ pub struct Exporter {
     /// it: every series comes from the sample, so scrapes between two samples get the
     /// same bytes (a Prometheus pair, or a scraper and `kernstat dump`, encode once).
     encoded: Mutex<Encoded>,
+    /// The length of the last OpenMetrics exposition (the next one's buffer size).
+    last_len: std::sync::atomic::AtomicUsize,
 }
 
 /// The expositions of one sample.
@@ -244,6 +246,7 @@ impl Exporter {
             top,
             scrapes: std::sync::atomic::AtomicU64::new(0),
             encoded: Mutex::default(),
+            last_len: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -302,8 +305,13 @@ impl Exporter {
         if let Some(t) = &e.openmetrics {
             return Ok(t.clone());
         }
-        let mut out = String::with_capacity(32 * 1024);
+        // Sized from the last exposition, so the buffer is not grown (copied) as the
+        // text is written: ~20 KB at 300 processes, more with control groups.
+        let last = self.last_len.load(std::sync::atomic::Ordering::Relaxed);
+        let mut out = String::with_capacity(last.max(32 * 1024) + last / 8);
         prometheus_client::encoding::text::encode(&mut out, &self.registry())?;
+        self.last_len
+            .store(out.len(), std::sync::atomic::Ordering::Relaxed);
         let t = Bytes::from(out);
         e.openmetrics = Some(t.clone());
         Ok(t)
@@ -398,7 +406,7 @@ impl Collector for Scrape {
             c.core_busy_ns
                 .iter()
                 .enumerate()
-                .map(|(cpu, b)| ([("cpu", cpu.to_string())], secs(b.value()))),
+                .map(|(cpu, b)| ([("cpu", cpu)], secs(b.value()))),
         )?;
         single(
             enc,
@@ -445,10 +453,8 @@ impl Collector for Scrape {
 
         // Per-process series, top N by each measure.
         let procs = &s.model.procs;
-        let io_top: Vec<&ProcRate> = top_by(procs, top, |p| p.read_bps + p.write_bps)
-            .into_iter()
-            .filter(|p| !p.counters_hidden)
-            .collect();
+        let mut io_top = top_by(procs, top, |p| p.read_bps + p.write_bps);
+        io_top.retain(|p| !p.counters_hidden);
         let per_process: [ProcessFamily<'_>; 4] = [
             (
                 "kernstat_process_cpu_seconds",
@@ -498,14 +504,18 @@ impl Collector for Scrape {
             s.model.blocked_tasks as f64,
         )?;
 
-        // Histograms the kernel keeps.
+        // Histograms the kernel keeps, each built in one of these two buffers.
+        let (mut lat, mut size) = (buckets::Encoded::default(), buckets::Encoded::default());
         if let Some(h) = &s.runq {
             family(
                 enc,
                 "kernstat_runqueue_latency_seconds",
                 "time tasks waited on a run queue between waking up (or being preempted) and running",
                 Histogram,
-                |e| histogram(e, &buckets::latency(h, 1e-6)),
+                |e| {
+                    buckets::latency_into(h, 1e-6, &mut lat);
+                    histogram(e, &lat)
+                },
             )?;
             family(
                 enc,
@@ -514,8 +524,8 @@ impl Collector for Scrape {
                 Histogram,
                 |e| {
                     for (cpu, h) in s.runq_per_cpu.iter().enumerate() {
-                        let labels = [("cpu", cpu.to_string())];
-                        histogram(&mut e.encode_family(&labels)?, &buckets::latency(h, 1e-6))?;
+                        buckets::latency_into(h, 1e-6, &mut lat);
+                        histogram(&mut e.encode_family(&[("cpu", cpu)])?, &lat)?;
                     }
                     Ok(())
                 },
@@ -530,10 +540,8 @@ impl Collector for Scrape {
                 |e| {
                     for w in &s.writes {
                         let labels = [("syscall", w.syscall.as_str()), ("kind", w.kind.as_str())];
-                        histogram(
-                            &mut e.encode_family(&labels)?,
-                            &buckets::sizes(&w.slots, w.bytes),
-                        )?;
+                        buckets::sizes_into(&w.slots, w.bytes, &mut size);
+                        histogram(&mut e.encode_family(&labels)?, &size)?;
                     }
                     Ok(())
                 },
@@ -548,9 +556,9 @@ impl Collector for Scrape {
                 Histogram,
                 |e| {
                     for d in &s.biolat {
-                        let op = d.op.name();
-                        let labels = [("device", d.disk.as_str()), ("op", op.as_str())];
-                        histogram(&mut e.encode_family(&labels)?, &buckets::latency(&d.hist, 1e-6))?;
+                        let labels = ([("device", d.disk.as_str())], [("op", OpLabel(d.op))]);
+                        buckets::latency_into(&d.hist, 1e-6, &mut lat);
+                        histogram(&mut e.encode_family(&labels)?, &lat)?;
                     }
                     Ok(())
                 },
@@ -562,7 +570,7 @@ impl Collector for Scrape {
                 Counter,
                 s.biolat.iter().map(|d| {
                     (
-                        [("device", d.disk.clone()), ("op", d.op.name())],
+                        ([("device", d.disk.as_str())], [("op", OpLabel(d.op))]),
                         d.errors as f64,
                     )
                 }),
@@ -577,7 +585,7 @@ impl Collector for Scrape {
                 MetricType::Gauge,
                 findings.iter().filter_map(|f| {
                     Some((
-                        [("resource", f["resource"].as_str()?.to_string())],
+                        [("resource", f["resource"].as_str()?)],
                         f["score"].as_f64()?,
                     ))
                 }),
@@ -589,7 +597,10 @@ impl Collector for Scrape {
                 "kernstat_tcp_connect_latency_seconds",
                 "time from a connect's SYN to the connection being established (sock:inet_sock_set_state)",
                 Histogram,
-                |e| histogram(e, &buckets::latency(h, 1e-6)),
+                |e| {
+                    buckets::latency_into(h, 1e-6, &mut lat);
+                    histogram(e, &lat)
+                },
             )?;
             labeled(
                 enc,
@@ -598,7 +609,7 @@ impl Collector for Scrape {
                 Counter,
                 s.tcp_retrans
                     .iter()
-                    .map(|(pid, comm, n)| ([("pid", pid.to_string()), ("comm", comm.clone())], *n as f64)),
+                    .map(|(pid, comm, n)| (([("pid", *pid)], [("comm", comm.as_str())]), *n as f64)),
             )?;
         }
 
