@@ -190,11 +190,11 @@ pub fn group(iv: &[DiskOp], per_disk: bool, per_flags: bool) -> Vec<Part> {
             (true, true) => format!(
                 "disk = {}  op = {}  flags = {}",
                 d.disk,
-                d.op.name(),
+                d.op,
                 flag_names(d.flags)
             ),
-            (true, false) => format!("disk = {}  op = {}", d.disk, d.op.name()),
-            (false, true) => format!("op = {}  flags = {}", d.op.name(), flag_names(d.flags)),
+            (true, false) => format!("disk = {}  op = {}", d.disk, d.op),
+            (false, true) => format!("op = {}  flags = {}", d.op, flag_names(d.flags)),
             (false, false) => String::new(),
         };
         match parts

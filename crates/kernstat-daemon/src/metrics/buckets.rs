@@ -74,6 +74,7 @@ fn frexp(v: f64) -> (f64, i32) {
 }
 
 /// A run-queue latency histogram (slots of whole `unit_s` seconds: 1e-6 for µs).
+#[cfg(test)]
 pub fn latency(h: &Hist, unit_s: f64) -> Encoded {
     let mut out = Encoded::default();
     latency_into(h, unit_s, &mut out);
@@ -95,21 +96,9 @@ pub fn latency_into(h: &Hist, unit_s: f64, out: &mut Encoded) {
     native.spans.reserve(h.slots.len());
     native.deltas.reserve(h.slots.len());
     let mut log2 = [0u64; 64];
-    // Slots ascend in value, so their midpoints' native indexes never go down: each
-    // native bucket is complete when the next index starts.
-    let mut bucket: Option<(i32, u64)> = None;
-    let mut prev: Option<(i32, u64)> = None;
-    let mut close = |b: (i32, u64), prev: &mut Option<(i32, u64)>| {
-        match *prev {
-            Some((p, _)) if b.0 == p + 1 => native.spans.last_mut().expect("a span").1 += 1,
-            Some((p, _)) => native.spans.push((b.0 - p - 1, 1)),
-            None => native.spans.push((b.0, 1)),
-        }
-        native
-            .deltas
-            .push(b.1 as i64 - prev.map_or(0, |(_, c)| c as i64));
-        *prev = Some(b);
-    };
+    // Slots ascend in value, so their midpoints' native indexes never go down: a slot
+    // either adds to the last native bucket or starts the next one.
+    let mut last: Option<(i32, u64)> = None; // the last native bucket's index and count
     for (slot, &c) in h.slots.iter().enumerate() {
         if c == 0 {
             continue;
@@ -126,17 +115,25 @@ pub fn latency_into(h: &Hist, unit_s: f64, out: &mut Encoded) {
         };
         log2[k] += c;
         let index = schema0_index(mid);
-        bucket = match bucket {
-            Some((i, n)) if i == index => Some((i, n + c)),
-            Some(done) => {
-                close(done, &mut prev);
+        last = match last {
+            Some((i, n)) if i == index => {
+                *native.deltas.last_mut().expect("a bucket") += c as i64;
+                Some((i, n + c))
+            }
+            _ => {
+                match last {
+                    Some((p, _)) if index == p + 1 => {
+                        native.spans.last_mut().expect("a span").1 += 1
+                    }
+                    Some((p, _)) => native.spans.push((index - p - 1, 1)),
+                    None => native.spans.push((index, 1)),
+                }
+                native
+                    .deltas
+                    .push(c as i64 - last.map_or(0, |(_, n)| n as i64));
                 Some((index, c))
             }
-            None => Some((index, c)),
         };
-    }
-    if let Some(done) = bucket {
-        close(done, &mut prev);
     }
     let last = log2.iter().rposition(|&c| c > 0).unwrap_or(0);
     for (k, &c) in log2.iter().enumerate().take(last + 1) {
@@ -147,6 +144,7 @@ pub fn latency_into(h: &Hist, unit_s: f64, out: &mut Encoded) {
 
 /// A write-size histogram (log2 slots of bytes). The sum is the exact byte total the
 /// kernel counted.
+#[cfg(test)]
 pub fn sizes(slots: &[u64; SIZE_SLOTS], total_bytes: u64) -> Encoded {
     let mut out = Encoded::default();
     sizes_into(slots, total_bytes, &mut out);

@@ -86,8 +86,9 @@ pub fn wants_openmetrics(accept: &str) -> bool {
 /// marker. Everything else is the same in both formats for the series served here
 /// (no units, no info or stateset types, no exemplars, no created timestamps).
 pub fn openmetrics_to_text(om: &str) -> String {
-    // Room for `_total` twice in every family (at most one per 40 bytes of text).
-    let mut out = String::with_capacity(om.len() + om.len() / 40 * 12 + 64);
+    // Exactly sized (the cached bytes keep any spare room): `_total` twice in every
+    // counter family (a help text ending in " counter" only adds 12 bytes more).
+    let mut out = String::with_capacity(om.len() + 12 * om.matches(" counter\n").count());
     let mut lines = om.lines().peekable();
     while let Some(line) = lines.next() {
         if line == "# EOF" {

@@ -195,9 +195,19 @@ fn sample_of(n: usize) -> MetricsSample {
                 some: line,
                 full: line,
             },
+            psi_memory: Pressure {
+                some: line,
+                full: line,
+            },
             psi_io: Pressure {
                 some: line,
                 full: None,
+            },
+            cpu: kernstat_model::cgroup::CgroupCpu {
+                user_us: 10,
+                throttled_us: Some(5),
+                throttled_periods: Some(1),
+                ..Default::default()
             },
             ..CgroupRate::default()
         });
@@ -237,6 +247,12 @@ fn sample_of(n: usize) -> MetricsSample {
     }
     s.kernel.read = true;
     s.map_entries = vec![("sampler", "net", 10, 8192)];
+    s.model.psi.cpu_some = line;
+    s.model.psi.io_full = line;
+    let findings: Vec<serde_json::Value> = (0..n)
+        .map(|i| serde_json::json!({"resource": format!("r{i}"), "score": 0.5}))
+        .collect();
+    s.model.why = Some(serde_json::json!({ "findings": findings }));
     s
 }
 
@@ -252,7 +268,8 @@ fn encoding_a_sample_allocates_nothing_per_series() {
         let n = counting::allocations_of(|| text = e.encode_classic_text().unwrap());
         (n, text)
     };
-    // Once each first: the buffer size is learnt from the previous exposition.
+    // The large one first: the output buffer is sized from the previous exposition,
+    // so a larger one than the last grows it (a few times, however many series).
     encode(&large);
     let (n_large, large_text) = encode(&large);
     let (n_small, small_text) = encode(&small);
