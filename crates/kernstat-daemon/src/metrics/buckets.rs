@@ -204,15 +204,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn native_spans_and_deltas_round_trip_to_the_counts() {
-        let mut h = Hist::default();
-        for v in [0, 0, 1, 3, 3, 3, 100, 5000] {
-            h.record(v);
-        }
-        let e = latency(&h, 1e-6);
-        let n = e.native.unwrap();
-        // Rebuild the index -> count map from spans and deltas, as Prometheus does.
+    /// (index, count) of each native bucket, rebuilt from spans and deltas as
+    /// Prometheus does.
+    fn decode(n: &Native) -> Vec<(i32, u64)> {
         let mut counts = Vec::new();
         let (mut idx, mut count, mut d) = (0i32, 0i64, n.deltas.iter());
         for &(offset, len) in &n.spans {
@@ -223,6 +217,18 @@ mod tests {
                 idx += 1;
             }
         }
+        counts
+    }
+
+    #[test]
+    fn native_spans_and_deltas_round_trip_to_the_counts() {
+        let mut h = Hist::default();
+        for v in [0, 0, 1, 3, 3, 3, 100, 5000] {
+            h.record(v);
+        }
+        let e = latency(&h, 1e-6);
+        let n = e.native.unwrap();
+        let counts = decode(&n);
         let total: u64 = counts.iter().map(|c| c.1).sum::<u64>();
         assert_eq!(total, 8);
         // Below 1 µs (recorded as 0): midpoint 0.5 µs, in (2^-21, 2^-20] s.
@@ -249,17 +255,7 @@ mod tests {
                 .or_insert(0) += c;
         }
         let n = latency(&h, 1e-6).native.unwrap();
-        let mut got = Vec::new();
-        let (mut idx, mut count, mut d) = (0i32, 0i64, n.deltas.iter());
-        for &(offset, len) in &n.spans {
-            idx += offset;
-            for _ in 0..len {
-                count += d.next().unwrap();
-                got.push((idx, count as u64));
-                idx += 1;
-            }
-        }
-        assert_eq!(got, want.into_iter().collect::<Vec<_>>());
+        assert_eq!(decode(&n), want.into_iter().collect::<Vec<_>>());
     }
 
     #[test]
