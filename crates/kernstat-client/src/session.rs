@@ -124,6 +124,17 @@ impl Reply {
     pub fn no_data(&self) -> bool {
         self.code.as_deref() == Some("no_data")
     }
+
+    /// The exit status a client reports for this reply (README: exit codes): 0 with a
+    /// value, 1 without one (no battery here, not a repository), 2 for an error.
+    pub fn exit_status(&self) -> i32 {
+        match (&self.data, self.ok) {
+            (Some(_), true) => 0,
+            (None, true) => 1,
+            _ if self.no_data() => 1,
+            _ => 2,
+        }
+    }
 }
 
 /// A value as one line of text, as `kernstat get` prints it: strings bare, null empty,
@@ -330,6 +341,34 @@ impl Iterator for Watch {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn exit_status_is_0_with_a_value_1_without_and_2_for_an_error() {
+        let value = Reply {
+            ok: true,
+            data: Some(serde_json::json!(3)),
+            ..Reply::default()
+        };
+        let empty = Reply {
+            ok: true,
+            ..Reply::default()
+        };
+        let no_data = Reply {
+            ok: false,
+            code: Some("no_data".into()),
+            ..Reply::default()
+        };
+        let error = Reply {
+            ok: false,
+            code: Some("unknown_key".into()),
+            ..Reply::default()
+        };
+        let statuses: Vec<i32> = [value, empty, no_data, error]
+            .iter()
+            .map(Reply::exit_status)
+            .collect();
+        assert_eq!(statuses, [0, 1, 1, 2]);
+    }
 
     #[test]
     fn an_untrusted_user_directory_is_refused_but_not_the_system_sockets() {

@@ -11,6 +11,7 @@ pub mod plot;
 pub mod ps;
 pub mod runqlat;
 pub mod sort;
+pub mod status;
 pub mod table;
 pub mod tcp;
 pub mod template;

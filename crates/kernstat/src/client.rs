@@ -33,20 +33,10 @@ fn fail(msg: impl std::fmt::Display) -> i32 {
     2
 }
 
-/// 0 with a value, 1 without one, 2 for an error.
-fn status_of(reply: &Reply) -> i32 {
-    match (&reply.data, reply.ok) {
-        (Some(_), true) => 0,
-        (None, true) => 1,
-        _ if reply.no_data() => 1,
-        _ => 2,
-    }
-}
-
 /// Prints a reply's value (strings bare, everything else as JSON) or its error, and
 /// returns the exit status.
 fn print_reply(key: &str, reply: &Reply, json: bool) -> i32 {
-    let status = status_of(reply);
+    let status = reply.exit_status();
     let mut out = io::stdout().lock();
     let written = if json {
         serde_json::to_writer(&mut out, reply)
@@ -221,7 +211,7 @@ fn print_values(format: Format, keys: &[String], replies: &[Reply]) -> i32 {
         .write_all(format::render(format, &values).as_bytes());
     let mut status = 0;
     for (k, r) in keys.iter().zip(replies) {
-        let st = status_of(r);
+        let st = r.exit_status();
         if st == 2 {
             eprintln!("kernstat: {k}: {}", r.error.as_deref().unwrap_or("failed"));
         }
@@ -288,7 +278,7 @@ pub fn eval(args: &EvalArgs) -> i32 {
     };
     let mut status = 0;
     for (k, r) in keys.iter().zip(&replies) {
-        if status_of(r) == 2 {
+        if r.exit_status() == 2 {
             eprintln!("kernstat: {k}: {}", r.error.as_deref().unwrap_or("failed"));
             status = 2;
         }
@@ -396,42 +386,11 @@ pub fn status(args: &StatusArgs) -> i32 {
     let Some(d) = reply.data.as_ref().filter(|_| reply.ok) else {
         return print_reply("status", &reply, args.json);
     };
-    let mut out = io::stdout().lock();
-    let _ = if args.json {
-        writeln!(out, "{d}")
+    let text = if args.json {
+        format!("{d}\n")
     } else {
-        writeln!(
-            out,
-            "kernstat daemon {} (protocol {}), pid {}, up {:.0} s\nsocket {}\nsource {}, sampling every {} s\n{} keys, {} clients, {} requests served, {} git paths watched",
-            d["version"].as_str().unwrap_or("?"),
-            d["protocol"],
-            d["pid"],
-            d["uptime_s"].as_f64().unwrap_or(0.0),
-            sock.display(),
-            d["source"].as_str().unwrap_or("?"),
-            d["interval_s"],
-            d["keys"],
-            d["clients"],
-            d["requests"],
-            d["git_paths"],
-        )
-        .and_then(|()| match d.get("recorder").filter(|r| !r.is_null()) {
-            Some(r) => writeln!(
-                out,
-                "recording to {} ({}, every {} s): {} to {}, {}",
-                r["dir"].as_str().unwrap_or("?"),
-                r["state"].as_str().unwrap_or("?"),
-                r["interval_s"],
-                r["first_unix_ns"]
-                    .as_u64()
-                    .map_or("-".to_string(), kernstat_record::time::local_stamp),
-                r["last_unix_ns"]
-                    .as_u64()
-                    .map_or("-".to_string(), kernstat_record::time::local_stamp),
-                kernstat_render::human::bytes_string(r["bytes"].as_u64().unwrap_or(0) as f64),
-            ),
-            None => writeln!(out, "not recording (kernstat daemon --record DIR keeps history)"),
-        })
+        kernstat_render::status::status_text(d, &sock, &kernstat_record::time::local_stamp)
     };
+    let _ = io::stdout().lock().write_all(text.as_bytes());
     0
 }

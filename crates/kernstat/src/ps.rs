@@ -12,7 +12,7 @@ use anyhow::{bail, Context};
 use kernstat_bpf::ps as bpf_ps;
 use kernstat_model::ps::{lifetime_percent, row_rates, PsRow};
 use kernstat_model::rates::Children;
-use kernstat_render::ps::{sort_rows, BootClock};
+use kernstat_render::ps::{sort_rows, BootClock, RowFilter};
 use kernstat_render::table::{self, Column, COLUMNS};
 use kernstat_sources::users::UserNames;
 use kernstat_sources::Want;
@@ -214,26 +214,19 @@ fn emit(
     source_of: &dyn Fn(&PsRow) -> &'static str,
     start: BootClock,
 ) -> anyhow::Result<i32> {
-    let user_filter = args.user.as_ref().map(|u| resolve_user(u)).transpose()?;
-    rows.retain(|r| {
-        user_filter.is_none_or(|u| r.uid == u)
-            && (args.pid.is_empty() || args.pid.contains(&r.tgid) || args.pid.contains(&r.pid))
-            && comm_re.is_none_or(|re| re.is_match(r.comm.as_str()))
-            && args
-                .cgroup
-                .as_ref()
-                .is_none_or(|c| r.cgroup.contains(c.as_str()))
-    });
+    let comm_matches = comm_re.map(|re| move |name: &str| re.is_match(name));
+    let missing = RowFilter {
+        uid: args.user.as_ref().map(|u| resolve_user(u)).transpose()?,
+        pids: &args.pid,
+        comm: comm_matches.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
+        cgroup: args.cgroup.as_deref(),
+    }
+    .apply(&mut rows);
     sort_rows(&mut rows, sort.0, sort.1);
     // A pid asked for that is not there is the question's mistake, said in one line
     // rather than a bare header (README: exit codes).
-    let missing: Vec<String> = args
-        .pid
-        .iter()
-        .filter(|p| !rows.iter().any(|r| r.pid == **p || r.tgid == **p))
-        .map(u32::to_string)
-        .collect();
     if !args.pid.is_empty() && rows.is_empty() {
+        let missing: Vec<String> = missing.iter().map(u32::to_string).collect();
         eprintln!(
             "kernstat ps: --pid: no process {} matches",
             missing.join(", ")
