@@ -39,6 +39,7 @@
 #include "net.h"
 #include "net_live.bpf.h"
 #include "pidns.bpf.h"
+#include "walk.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -337,9 +338,39 @@ SEC("iter/task")
 int net_walk(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
+	struct ks_net_rec copy;
 
 	if (task && task->group_leader == task)
-		ks_net_write(ctx->meta->seq, task, 0, 0);
+		if (ks_net_take(task, &copy))
+			bpf_seq_write(ctx->meta->seq, &copy, sizeof(copy));
+	return 0;
+}
+
+/* net_walk's records from one walk of the open-coded task iterator over processes
+ * (leaders only), run by BPF_PROG_RUN into the buffer userspace maps (walk.bpf.h, 6.7+).
+ * In a container only the processes with a pid in the reader's namespace, as the
+ * iterator walks. */
+SEC("syscall")
+int net_run(void *ctx)
+{
+	struct bpf_iter_task it;
+	struct task_struct *task;
+	struct ks_net_rec copy;
+
+	if (!ks_walk_supported())
+		return KS_WALK_UNSUPPORTED;
+	ks_walk_begin();
+	bpf_rcu_read_lock();
+	bpf_iter_task_new(&it, NULL, KS_BPF_TASK_ITER_ALL_PROCS);
+	while ((task = bpf_iter_task_next(&it))) {
+		if (reader_pidns_inum &&
+		    !ks_ns_pid(ks_walk_view(task), reader_pidns_inum, true))
+			continue;
+		if (ks_net_take(task, &copy))
+			ks_walk_write(NULL, &copy, sizeof(copy));
+	}
+	bpf_iter_task_destroy(&it);
+	bpf_rcu_read_unlock();
 	return 0;
 }
 

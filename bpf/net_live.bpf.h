@@ -24,29 +24,23 @@ struct ks_net_rec {
 	struct ks_net_val val;
 };
 
-/* Writes leader `task`'s counters into an iterator's output, if it has any: one copy,
- * kept as seen before it is written. net_exit, for an exit without a place in `exited`,
- * takes the key (tgid 0) and then adds what is past `seen` to its user's counters; the
- * walk writes only if the key is still there after keeping `seen` (the atomic read
- * orders the two). So a walk and an exit at the same moment never both count the same
- * bytes: at worst (the walk kept `seen`, then found the key taken) one walk's bytes of
- * that process are in neither. */
-static __always_inline void ks_net_write(struct seq_file *seq, struct task_struct *task,
-					 const __u8 *header, __u32 header_len)
+/* Takes leader `task`'s counters for a walk's output, if it has any: one copy into
+ * `copy`, kept as seen before it is written; true when the caller is to write it. net_exit,
+ * for an exit without a place in `exited`, takes the key (tgid 0) and then adds what is
+ * past `seen` to its user's counters; the walk writes only if the key is still there
+ * after keeping `seen` (the atomic read orders the two). So a walk and an exit at the
+ * same moment never both count the same bytes: at worst (the walk kept `seen`, then found
+ * the key taken) one walk's bytes of that process are in neither. */
+static __always_inline bool ks_net_take(struct task_struct *task, struct ks_net_rec *copy)
 {
 	struct ks_net_proc *p = bpf_task_storage_get(&net_live, task, 0, 0);
-	struct ks_net_rec copy;
 
 	if (!p || !p->key.tgid)
-		return;
-	__builtin_memcpy(&copy, p, sizeof(copy));
-	__builtin_memcpy(p->seen_bytes, copy.val.bytes, sizeof(p->seen_bytes));
-	__builtin_memcpy(p->seen_calls, copy.val.calls, sizeof(p->seen_calls));
-	if (!__sync_fetch_and_or(&p->key.tgid, 0))
-		return;
-	if (header_len)
-		bpf_seq_write(seq, header, header_len);
-	bpf_seq_write(seq, &copy, sizeof(copy));
+		return false;
+	__builtin_memcpy(copy, p, sizeof(*copy));
+	__builtin_memcpy(p->seen_bytes, copy->val.bytes, sizeof(p->seen_bytes));
+	__builtin_memcpy(p->seen_calls, copy->val.calls, sizeof(p->seen_calls));
+	return __sync_fetch_and_or(&p->key.tgid, 0) != 0;
 }
 
 #endif /* KERNSTAT_NET_LIVE_BPF_H */

@@ -9,15 +9,20 @@
  *    does. That copy walks the other process's page tables under its locks and is most
  *    of the cost (measured at 10,000 processes: about half of 26 ms), so `kernstat ps`
  *    uses this program only when a command line is shown.
+ *  - ps_run (syscall, 6.7+): the records of ps_tasks, from one walk of the open-coded
+ *    task iterator into a buffer the loading process maps (walk.bpf.h): a fraction of
+ *    the iterator's cost, for the process that loaded it (`top`, and `ps` without a pin).
  * The iterator holds a reference on each task while a program runs; every field is read
- * directly through the task's BTF pointers. No per-task state, no maps: both programs
- * can be pinned in bpffs and read by unprivileged users (`kernstat ps --pin`).
+ * directly through the task's BTF pointers. No per-task state: both iterator programs
+ * can be pinned in bpffs and read by unprivileged users (`kernstat ps --pin`); only
+ * ps_run writes the walk's globals.
  */
 #include "kernel.h"
 #include "compat.bpf.h"
 #include <bpf/bpf_helpers.h>
 #include "ps.h"
 #include "pidns.bpf.h"
+#include "walk.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -64,10 +69,10 @@ static __always_inline void write_user(struct seq_file *seq, struct task_struct 
 	}
 }
 
-static __always_inline int emit_task(struct bpf_iter__task *ctx, bool with_cmdline)
+/* One task's record to the stream (walk.bpf.h: `seq`, or the run's buffer when NULL). */
+static __always_inline void emit_task(struct seq_file *seq, struct task_struct *task,
+				      bool with_cmdline)
 {
-	struct seq_file *seq = ctx->meta->seq;
-	struct task_struct *task = ctx->task;
 	struct ks_ps_rec rec = {};
 	struct mm_struct *mm;
 	struct signal_struct *sig;
@@ -77,17 +82,6 @@ static __always_inline int emit_task(struct bpf_iter__task *ctx, bool with_cmdli
 	const char *full_name = 0;
 	__u32 len = 0, pad;
 	long n_name;
-
-	if (!task)
-		return 0;
-	if (ctx->meta->seq_num == 0) {
-		struct ks_ps_stream hdr = {
-			.magic = KS_PS_MAGIC,
-			.version = KS_PS_VERSION,
-			.rec_size = sizeof(struct ks_ps_rec),
-		};
-		bpf_seq_write(seq, &hdr, sizeof(hdr));
-	}
 
 	rec.state = ks_task_state_char(task);
 	rec.flags = (task->flags & PF_KTHREAD) ? KS_PS_KTHREAD : 0;
@@ -162,24 +156,95 @@ static __always_inline int emit_task(struct bpf_iter__task *ctx, bool with_cmdli
 	rec.cmdline_len = len;
 	pad = (8 - ((sizeof(rec) + len) & 7)) & 7;
 	rec.rec_len = sizeof(rec) + len + pad;
-	bpf_seq_write(seq, &rec, sizeof(rec));
-	if (rec.flags & KS_PS_FULL_NAME)
-		bpf_seq_write(seq, name, len & (KS_PS_NAME_MAX - 1));
-	else if (with_cmdline && len) /* constant-folded away in the non-sleepable program */
+	ks_walk_write(seq, &rec, sizeof(rec));
+	if (rec.flags & KS_PS_FULL_NAME) {
+		if (seq) {
+			bpf_seq_write(seq, name, len & (KS_PS_NAME_MAX - 1));
+		} else {
+			/* The whole buffer (its tail and the padding are overwritten by what
+			 * follows, or lie past the stream's end), then the stream's true length. */
+			ks_walk_write(NULL, name, KS_PS_NAME_MAX);
+			walk_len = walk_len - KS_PS_NAME_MAX + (len & (KS_PS_NAME_MAX - 1));
+		}
+	} else if (with_cmdline && len) { /* constant-folded away but in ps_tasks_cmdline */
 		write_user(seq, task, arg_start, len);
-	if (pad)
-		bpf_seq_write(seq, zeros, pad & 7);
+	}
+	if (pad) {
+		if (seq)
+			bpf_seq_write(seq, zeros, pad & 7);
+		else
+			ks_walk_write(NULL, zeros, 8), walk_len = walk_len - 8 + (pad & 7);
+	}
+}
+
+static __always_inline void emit_header(struct seq_file *seq)
+{
+	struct ks_ps_stream hdr = {
+		.magic = KS_PS_MAGIC,
+		.version = KS_PS_VERSION,
+		.rec_size = sizeof(struct ks_ps_rec),
+	};
+
+	ks_walk_write(seq, &hdr, sizeof(hdr));
+}
+
+static __always_inline int emit_iter(struct bpf_iter__task *ctx, bool with_cmdline)
+{
+	struct bpf_iter_meta *meta = ctx->meta;
+	struct task_struct *task = ctx->task;
+	struct seq_file *seq = meta->seq;
+
+	/* Never NULL; said so that the buffer's half of every write is compiled out of
+	 * the iterator programs (they touch no globals, and so can be pinned and shared). */
+	if (!seq || !task)
+		return 0;
+	if (meta->seq_num == 0)
+		emit_header(seq);
+	emit_task(seq, task, with_cmdline);
 	return 0;
 }
+
+/* The task ps_run is at, for emit_run. */
+__u64 run_task = 0;
+
+/* ps_run's emit_task, verified once as a global function (inlined into the run's loop
+ * the verifier would walk it once per distinct state at the loop's head: see
+ * sampler.bpf.c). The task comes as an address and is read untrusted (ks_walk_view). */
+__noinline int emit_run(void)
+{
+	if (!ks_walk_supported())
+		return 0;
+	emit_task(NULL, ks_walk_view((struct task_struct *)run_task), false);
+	return 0;
+}
+
+
 
 SEC("iter/task")
 int ps_tasks(struct bpf_iter__task *ctx)
 {
-	return emit_task(ctx, false);
+	return emit_iter(ctx, false);
 }
 
 SEC("iter.s/task")
 int ps_tasks_cmdline(struct bpf_iter__task *ctx)
 {
-	return emit_task(ctx, true);
+	return emit_iter(ctx, true);
+}
+
+/* ps_tasks' stream from the open-coded task iterator (walk.bpf.h). The idle task (pid 0)
+ * heads the task list but is not in the iterator's walk; in a container only the tasks
+ * with a pid in the reader's namespace are walked, as the iterator does. */
+SEC("syscall")
+int ps_run(void *ctx)
+{
+	if (!ks_walk_supported())
+		return KS_WALK_UNSUPPORTED;
+	ks_walk_begin();
+	emit_header(NULL);
+	ks_walk_threads(reader_pidns_inum, {
+		run_task = (__u64)task;
+		emit_run();
+	});
+	return 0;
 }

@@ -21,6 +21,7 @@ pub mod sampler;
 pub mod stats;
 pub mod tcp;
 pub mod trampolines;
+pub mod walk;
 pub mod writes;
 
 /// Generated skeletons (libbpf-cargo); not part of the public API.

@@ -38,7 +38,11 @@ const _: () = assert!(unsafe { std::mem::zeroed::<ks_net_val>() }.bytes[0].len()
 pub struct Net {
     skel: NetSkel<'static>,
     attach: Attach,
-    /// The live processes' records, as the iterator wrote them (kept between reads).
+    /// Whether walks use net_run (cleared for good the first time it cannot run).
+    run: bool,
+    /// Its buffer's size.
+    walk_cap: u32,
+    /// The live processes' records, as the walk wrote them (kept between reads).
     walk: Vec<u8>,
     /// The exited processes' map.
     batch: Batch,
@@ -85,6 +89,7 @@ fn send_function() -> &'static str {
 fn open_and_load(
     attach: Attach,
     share: Option<BorrowedFd<'_>>,
+    walk_cap: Option<u32>,
 ) -> Result<NetSkel<'static>, LoadError> {
     load_skel(NetSkelBuilder::default(), "net", |open| {
         if let Some(fd) = share {
@@ -95,12 +100,16 @@ fn open_and_load(
                 .reuse_fd(fd)
                 .map_err(|e| crate::loader::failed("sharing the sampler's storage", e))?;
         }
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("net has rodata");
+        if let Some(cap) = walk_cap {
+            crate::walk::size_buffer(&mut open.maps.data_walk, &mut rodata.walk_cap, cap)?;
+        }
         if let Some(inum) = crate::loader::reader_pid_namespace() {
-            open.maps
-                .rodata_data
-                .as_deref_mut()
-                .expect("net has rodata")
-                .reader_pidns_inum = inum;
+            rodata.reader_pidns_inum = inum;
         }
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
@@ -110,7 +119,7 @@ fn open_and_load(
                 Attach::TpBtf => !name.starts_with("fx_"),
                 _ => !name.starts_with("tp_"),
             };
-            prog.set_autoload(wanted);
+            prog.set_autoload(wanted && (name != "net_run" || walk_cap.is_some()));
             if wanted && name == "fx_send" {
                 prog.set_attach_target(0, Some(send_function().to_string()))
                     .map_err(|e| crate::loader::failed("choosing the send hook", e))?;
@@ -141,14 +150,19 @@ impl Net {
                 &[Attach::Fexit]
             }
         };
+        // The walk runs (walk.rs) unless the sampler's walk reads the counters instead.
+        let walk_cap = (share.is_none() && crate::walk::wanted())
+            .then(|| crate::walk::buffer_size(LIVE_RECORD));
         for &attach in order {
-            match open_and_load(attach, share) {
+            match open_and_load(attach, share, walk_cap) {
                 Ok(skel) => {
                     let batch = Batch::new(&skel.maps.exited, BATCH, false);
                     let crowded = Batch::new(&skel.maps.crowded, 64, true);
                     return Ok(Net {
                         skel,
                         attach,
+                        run: walk_cap.is_some(),
+                        walk_cap: walk_cap.unwrap_or(0),
                         walk: vec![0; 64 * LIVE_RECORD],
                         batch,
                         exited_entries: 0,
@@ -275,8 +289,28 @@ impl Net {
         Ok(())
     }
 
-    /// Runs one walk of the iterator into `self.walk`; returns the bytes written.
+    /// Runs one walk into `self.walk`; returns the bytes written: net_run's stream where
+    /// it runs and fits (walk.rs), else a read of the iterator.
     fn read_walk(&mut self) -> io::Result<usize> {
+        if self.run && !crate::walk::run(&self.skel.progs.net_run) {
+            self.run = false;
+        }
+        if self.run {
+            let maps = &self.skel.maps;
+            let bss = maps.bss_data.as_deref().expect("net has a .bss");
+            let start = maps
+                .data_walk_data
+                .as_deref()
+                .expect("net has a .data.walk");
+            // SAFETY: this object's .data.walk, sized to walk_cap at load, and its .bss.
+            if let Some(stream) =
+                unsafe { crate::walk::stream(start, self.walk_cap, &bss.walk_len, &bss.walk_full) }
+            {
+                self.walk.clear();
+                self.walk.extend_from_slice(stream);
+                return Ok(stream.len());
+            }
+        }
         let link = self
             .skel
             .links

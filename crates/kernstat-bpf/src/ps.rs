@@ -3,7 +3,8 @@
 //!
 //! A pinned iterator is a file: opening it starts a walk, read(2) returns records, and
 //! no bpf(2) call or privilege is needed, so `kernstat ps` with a pin pays neither load
-//! time nor root. The stream format is versioned (see bpf/ps.h): the pin's name carries
+//! time nor root. A process that loaded the programs itself reads the same stream from
+//! `ps_run` instead where the kernel can run it (walk.rs), without command lines. The stream format is versioned (see bpf/ps.h): the pin's name carries
 //! the version and the stream starts with a magic and version that are checked.
 
 use std::fs::{self, File};
@@ -67,7 +68,15 @@ pub enum FormatError {
 }
 
 enum Source {
-    Loaded(Box<PsSkel<'static>>, bool),
+    /// Loaded here, with command lines or without. `walk_cap`: ps_run is loaded, with a
+    /// buffer that many bytes long; `run`: walks use it (cleared for good the first time
+    /// it cannot run).
+    Loaded {
+        skel: Box<PsSkel<'static>>,
+        cmdline: bool,
+        run: bool,
+        walk_cap: Option<u32>,
+    },
     Pinned(PathBuf),
 }
 
@@ -80,35 +89,56 @@ pub struct PsReader {
 impl std::fmt::Debug for PsReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let what = match &self.source {
-            Source::Loaded(..) => "loaded".to_string(),
+            Source::Loaded { .. } => "loaded".to_string(),
             Source::Pinned(p) => format!("pinned at {}", p.display()),
         };
         f.debug_struct("PsReader").field("source", &what).finish()
     }
 }
 
-/// Loads the program(s) asked for: `light` (no command lines) and/or `cmdline`.
-fn load_iterator(light: bool, cmdline: bool) -> Result<PsSkel<'static>, LoadError> {
+/// Loads the program(s) asked for: `light` (no command lines) and/or `cmdline`, and
+/// ps_run with a buffer of `walk_cap` bytes when that is given.
+fn load_iterator(
+    light: bool,
+    cmdline: bool,
+    walk_cap: Option<u32>,
+) -> Result<PsSkel<'static>, LoadError> {
     load_skel(PsSkelBuilder::default(), "the ps iterator", |open| {
         open.progs.ps_tasks.set_autoload(light);
         open.progs.ps_tasks_cmdline.set_autoload(cmdline);
+        open.progs.ps_run.set_autoload(walk_cap.is_some());
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("the ps iterator has rodata");
+        if let Some(cap) = walk_cap {
+            crate::walk::size_buffer(&mut open.maps.data_walk, &mut rodata.walk_cap, cap)?;
+        }
         if let Some(inum) = crate::loader::reader_pid_namespace() {
-            open.maps
-                .rodata_data
-                .as_deref_mut()
-                .expect("the ps iterator has rodata")
-                .reader_pidns_inum = inum;
+            rodata.reader_pidns_inum = inum;
         }
         Ok(())
     })
 }
 
+/// The most one task adds to ps_run's stream: its record and a kernel thread's name.
+const RUN_RECORD_BOUND: usize = size_of::<ks_ps_rec>() + 64 + 8;
+
 impl PsReader {
     /// Loads and attaches the iterator (root or CAP_BPF + CAP_PERFMON), with command
     /// lines or without.
     pub fn load(cmdline: bool) -> Result<Self, LoadError> {
+        let run = !cmdline && crate::walk::wanted();
+        let walk_cap = run.then(|| crate::walk::buffer_size(RUN_RECORD_BOUND));
+        let skel = load_iterator(!cmdline, cmdline, walk_cap)?;
         Ok(PsReader {
-            source: Source::Loaded(Box::new(load_iterator(!cmdline, cmdline)?), cmdline),
+            source: Source::Loaded {
+                skel: Box::new(skel),
+                cmdline,
+                run,
+                walk_cap,
+            },
             buf: Vec::with_capacity(256 * 1024),
         })
     }
@@ -126,16 +156,47 @@ impl PsReader {
     /// Where the data comes from: "bpf" or "bpf-pin".
     pub fn source_name(&self) -> &'static str {
         match self.source {
-            Source::Loaded(..) => "bpf",
+            Source::Loaded { .. } => "bpf",
             Source::Pinned(_) => "bpf-pin",
         }
     }
 
-    /// Runs one walk and returns the raw stream (kept buffer).
+    /// How walks run: "run" (ps_run by BPF_PROG_RUN) or "iterator" (a read of the
+    /// iterator, pinned or loaded).
+    pub fn walk_mode(&self) -> &'static str {
+        match self.source {
+            Source::Loaded { run: true, .. } => "run",
+            _ => "iterator",
+        }
+    }
+
+    /// Whether walks use ps_run (where it was loaded: a reader loaded here without
+    /// command lines), or read the iterator: for comparing the two.
+    pub fn set_run(&mut self, on: bool) {
+        if let Source::Loaded { run, walk_cap, .. } = &mut self.source {
+            *run = on && walk_cap.is_some();
+        }
+    }
+
+    /// Runs one walk and returns the raw stream (kept buffer, or ps_run's mapped one).
     pub fn read_raw(&mut self) -> io::Result<&[u8]> {
         self.buf.clear();
+        match self.run_walk() {
+            // Two looks at the stream, as a borrow returned from one branch only would
+            // keep `self` borrowed for the fallback below.
+            Some(true) if self.run_stream().is_some() => {
+                return Ok(self.run_stream().unwrap_or_default());
+            }
+            Some(true) => {}
+            Some(false) => {
+                if let Source::Loaded { run, .. } = &mut self.source {
+                    *run = false;
+                }
+            }
+            None => {}
+        }
         match &self.source {
-            Source::Loaded(skel, cmdline) => {
+            Source::Loaded { skel, cmdline, .. } => {
                 let link = if *cmdline {
                     skel.links.ps_tasks_cmdline.as_ref()
                 } else {
@@ -151,6 +212,32 @@ impl PsReader {
             }
         }
         Ok(&self.buf)
+    }
+
+    /// Runs ps_run when it is loaded: Some(false) when it cannot run here.
+    fn run_walk(&self) -> Option<bool> {
+        match &self.source {
+            Source::Loaded {
+                skel, run: true, ..
+            } => Some(crate::walk::run(&skel.progs.ps_run)),
+            _ => None,
+        }
+    }
+
+    /// The stream the last ps_run left, unless it did not fit.
+    fn run_stream(&self) -> Option<&[u8]> {
+        let Source::Loaded {
+            skel,
+            walk_cap: Some(walk_cap),
+            ..
+        } = &self.source
+        else {
+            return None;
+        };
+        let bss = skel.maps.bss_data.as_deref()?;
+        let start = skel.maps.data_walk_data.as_deref()?;
+        // SAFETY: this object's .data.walk, sized to walk_cap at load, and its .bss.
+        unsafe { crate::walk::stream(start, *walk_cap, &bss.walk_len, &bss.walk_full) }
     }
 
     /// Runs one walk and parses it.
@@ -317,7 +404,7 @@ fn bpffs_root(dir: &Path) -> PathBuf {
 /// 0444; `dir` 0755), mounting bpffs if needed. Existing pins of the same version are
 /// replaced. Returns the pins' paths.
 pub fn pin(dir: &Path) -> Result<Vec<PathBuf>, PinError> {
-    let mut skel = load_iterator(true, true)?;
+    let mut skel = load_iterator(true, true, None)?;
     ensure_bpffs(&bpffs_root(dir)).map_err(|e| PinError::Io("mounting bpffs", e))?;
     fs::create_dir_all(dir).map_err(|e| PinError::Io("creating the pin directory", e))?;
     fs::set_permissions(dir, fs::Permissions::from_mode(0o755))

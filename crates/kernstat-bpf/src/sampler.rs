@@ -1,10 +1,12 @@
 //! The BPF sampler behind `kernstat bar` and `snapshot`: loads bpf/sampler.bpf.c, and on
 //! each sample reads every process with one walk of the task iterator.
 //!
-//! One sample is: create an iterator fd from the kept link, read(2) it into a kept buffer
-//! until EOF (one read holds ~500 processes; the kernel never splits a record across
-//! reads), close it, and read the walk summary from the program's mmap-ed .bss. Nothing
-//! is allocated once the buffers have grown to the machine's size.
+//! One sample is one run of `sample_run` by BPF_PROG_RUN (6.7+: the open-coded task
+//! iterator writes the records into a mapped buffer, walk.rs), or, where that cannot run
+//! or its records did not fit: create an iterator fd from the kept link, read(2) it into
+//! a kept buffer until EOF (one read holds ~500 processes; the kernel never splits a
+//! record across reads), close it. Both then read the walk summary from the program's
+//! mmap-ed .bss. Nothing is allocated once the buffers have grown to the machine's size.
 
 use std::mem::size_of;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -56,6 +58,12 @@ pub struct WalkSummary {
 /// The loaded and attached sampler.
 pub struct Sampler {
     skel: SamplerSkel<'static>,
+    /// Whether `sample_run` works here (cleared for good the first time it cannot run).
+    run: bool,
+    /// The size of its buffer (`.data.walk`).
+    walk_cap: u32,
+    /// Walks that fell back to the iterator because the buffer was too small.
+    overflows: u64,
     buf: Vec<u8>,
     page_size: u64,
     /// The live processes' network counters the last walk wrote (when net.bpf.c shares
@@ -73,13 +81,15 @@ impl Sampler {
     /// Loads, verifies and attaches the sampler, and walks once so that every task alive
     /// now has its runtime credited: the first sample's busy time then starts from here.
     pub fn load() -> Result<Self, LoadError> {
+        let walk_cap = crate::walk::buffer_size(RECORD_BOUND);
         let skel = load_skel(SamplerSkelBuilder::default(), "the sampler", |open| {
+            let rodata = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the sampler has rodata");
+            crate::walk::size_buffer(&mut open.maps.data_walk, &mut rodata.walk_cap, walk_cap)?;
             if let Some(inum) = crate::loader::reader_pid_namespace() {
-                let rodata = open
-                    .maps
-                    .rodata_data
-                    .as_deref_mut()
-                    .expect("the sampler has rodata");
                 rodata.reader_pidns_inum = inum;
             }
             Ok(())
@@ -88,7 +98,10 @@ impl Sampler {
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         let mut s = Sampler {
             skel,
-            buf: vec![0; 256 * 1024],
+            run: crate::walk::wanted(),
+            walk_cap,
+            overflows: 0,
+            buf: Vec::new(),
             page_size: if page > 0 { page as u64 } else { 4096 },
             net: Vec::new(),
         };
@@ -108,37 +121,42 @@ impl Sampler {
 
     /// Reads every process into `table` (cleared, then sorted by pid).
     pub fn sample(&mut self, table: &mut TaskTable) -> Result<WalkSummary, libbpf_rs::Error> {
-        let len = self.read_walk()?;
+        let ran = self.run && crate::walk::run(&self.skel.progs.sample_run);
+        if self.run && !ran {
+            self.run = false;
+        }
+        let mut stream = None;
+        if ran {
+            let maps = &self.skel.maps;
+            let bss = maps.bss_data.as_deref().expect("the sampler has a .bss");
+            let start = maps
+                .data_walk_data
+                .as_deref()
+                .expect("the sampler has a .data.walk");
+            // SAFETY: this object's .data.walk, sized to walk_cap at load, and its .bss.
+            stream =
+                unsafe { crate::walk::stream(start, self.walk_cap, &bss.walk_len, &bss.walk_full) };
+            self.overflows += u64::from(stream.is_none());
+        }
+        let bytes = match stream {
+            Some(bytes) => bytes,
+            None => {
+                if self.buf.is_empty() {
+                    self.buf.resize(256 * 1024, 0);
+                }
+                let link = self
+                    .skel
+                    .links
+                    .sample_tasks
+                    .as_ref()
+                    .expect("attach() created the iterator link");
+                let len = crate::loader::read_iterator(link, &mut self.buf)?;
+                &self.buf[..len]
+            }
+        };
         table.clear();
         self.net.clear();
-        let mut partial = 0;
-        let mut off = 0;
-        while off < len {
-            match self.buf[off] {
-                REC_PROC if off + size_of::<ks_proc_rec>() <= len => {
-                    // SAFETY: the range is in bounds; the record is plain old data written
-                    // by the kernel with the layout of the generated type.
-                    let r: ks_proc_rec =
-                        unsafe { ptr::read_unaligned(self.buf[off..].as_ptr().cast()) };
-                    partial += (r.flags & FLAG_PARTIAL != 0) as u64;
-                    table.procs.push(proc_sample(&r, self.page_size));
-                    off += size_of::<ks_proc_rec>();
-                }
-                REC_NET if off + NET_HEADER + crate::net::LIVE_RECORD <= len => {
-                    let at = off + NET_HEADER;
-                    self.net.extend(crate::net::live_record(
-                        &self.buf[at..at + crate::net::LIVE_RECORD],
-                    ));
-                    off = at + crate::net::LIVE_RECORD;
-                }
-                other => {
-                    return Err(libbpf_rs::Error::from(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!("unknown sampler record kind {other} at offset {off} of {len}"),
-                    )))
-                }
-            }
-        }
+        let partial = parse_walk(bytes, table, &mut self.net, self.page_size)?;
         table.finish();
         let mut s = self.summary();
         s.partial_procs = partial;
@@ -148,15 +166,17 @@ impl Sampler {
         Ok(s)
     }
 
-    /// Runs one walk, leaving its records in `self.buf`; returns their length.
-    fn read_walk(&mut self) -> Result<usize, libbpf_rs::Error> {
-        let link = self
-            .skel
-            .links
-            .sample_tasks
-            .as_ref()
-            .expect("attach() created the iterator link");
-        Ok(crate::loader::read_iterator(link, &mut self.buf)?)
+    /// Whether samples run `sample_run` (where this kernel can) or read the iterator: for
+    /// comparing the two.
+    pub fn set_run(&mut self, on: bool) {
+        self.run = on;
+    }
+
+    /// How walks run here: "run" (BPF_PROG_RUN over the open-coded task iterator) or
+    /// "iterator" (read(2) of the task iterator), and how many runs did not fit their
+    /// buffer and read the iterator instead.
+    pub fn walk_mode(&self) -> (&'static str, u64) {
+        (if self.run { "run" } else { "iterator" }, self.overflows)
     }
 
     fn summary(&self) -> WalkSummary {
@@ -192,9 +212,13 @@ impl Sampler {
         ]
     }
 
-    /// The iterator program (for benchmarks that separate kernel-side cost).
-    pub fn iterator_program(&self) -> BorrowedFd<'_> {
-        self.skel.progs.sample_tasks.as_fd()
+    /// The walk programs, the iterator's and the run's (for benchmarks that separate
+    /// kernel-side cost); both run inside this process's own system calls.
+    pub fn walk_programs(&self) -> [BorrowedFd<'_>; 2] {
+        [
+            self.skel.progs.sample_tasks.as_fd(),
+            self.skel.progs.sample_run.as_fd(),
+        ]
     }
 
     /// The task-local storage the walk reads network counters from, for
@@ -225,6 +249,48 @@ impl Sampler {
     pub fn link_fd(&self) -> i32 {
         self.link().as_fd().as_raw_fd()
     }
+}
+
+/// The most one process can add to the stream: its record and its network counters.
+const RECORD_BOUND: usize = size_of::<ks_proc_rec>() + NET_HEADER + crate::net::LIVE_RECORD;
+
+/// Parses one walk's stream into `table` and `net`; returns how many processes were
+/// partial (more threads than the walk adds up).
+fn parse_walk(
+    bytes: &[u8],
+    table: &mut TaskTable,
+    net: &mut Vec<NetProcSample>,
+    page_size: u64,
+) -> Result<u64, libbpf_rs::Error> {
+    let len = bytes.len();
+    let mut partial = 0;
+    let mut off = 0;
+    while off < len {
+        match bytes[off] {
+            REC_PROC if off + size_of::<ks_proc_rec>() <= len => {
+                // SAFETY: the range is in bounds; the record is plain old data written by
+                // the kernel with the layout of the generated type.
+                let r: ks_proc_rec = unsafe { ptr::read_unaligned(bytes[off..].as_ptr().cast()) };
+                partial += (r.flags & FLAG_PARTIAL != 0) as u64;
+                table.procs.push(proc_sample(&r, page_size));
+                off += size_of::<ks_proc_rec>();
+            }
+            REC_NET if off + NET_HEADER + crate::net::LIVE_RECORD <= len => {
+                let at = off + NET_HEADER;
+                net.extend(crate::net::live_record(
+                    &bytes[at..at + crate::net::LIVE_RECORD],
+                ));
+                off = at + crate::net::LIVE_RECORD;
+            }
+            other => {
+                return Err(libbpf_rs::Error::from(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("unknown sampler record kind {other} at offset {off} of {len}"),
+                )))
+            }
+        }
+    }
+    Ok(partial)
 }
 
 fn proc_sample(r: &ks_proc_rec, page_size: u64) -> ProcSample {

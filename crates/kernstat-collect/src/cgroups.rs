@@ -111,7 +111,7 @@ impl CgroupSampler {
         };
         if self.tasks.is_none() {
             self.tasks = Some(
-                TaskSource::open(self.opts.no_bpf, &crate::tasks::pin_dir(), false)
+                TaskSource::open_repeated(self.opts.no_bpf, &crate::tasks::pin_dir(), false)
                     .map_err(|e| io::Error::other(e.to_string()))?,
             );
         }

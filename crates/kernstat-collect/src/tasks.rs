@@ -76,10 +76,43 @@ impl TaskSource {
     /// The pinned iterator under `pin_dir` when there is one, else a loaded iterator, else
     /// procfs (saying why on stderr).
     pub fn open(no_bpf: bool, pin_dir: &Path, cmdline: bool) -> anyhow::Result<TaskSource> {
+        Self::open_with(no_bpf, pin_dir, cmdline, Reads::Once)
+    }
+
+    /// [`TaskSource::open`] for a reader that reads again and again (`top`, the cgroup
+    /// view): where this process may load BPF, it loads the iterator even when a pin
+    /// exists, since a loaded reader without command lines walks by BPF_PROG_RUN on 6.7+
+    /// (kernstat_bpf::walk: half the CPU of a read of the pin at 300 tasks), and the
+    /// load's ~10 ms is paid once.
+    pub fn open_repeated(
+        no_bpf: bool,
+        pin_dir: &Path,
+        cmdline: bool,
+    ) -> anyhow::Result<TaskSource> {
+        Self::open_with(no_bpf, pin_dir, cmdline, Reads::Repeated)
+    }
+
+    fn open_with(
+        no_bpf: bool,
+        pin_dir: &Path,
+        cmdline: bool,
+        reads: Reads,
+    ) -> anyhow::Result<TaskSource> {
         if no_bpf {
             return Ok(TaskSource::Procfs(ProcfsPs::open(&Roots::default())?));
         }
         let pin = bpf_ps::pin_path(pin_dir, cmdline);
+        if reads == Reads::Repeated
+            && !cmdline
+            && kernstat_bpf::loader::has_bpf_privileges()
+            && kernstat_bpf::walk::wanted()
+        {
+            // Where the kernel cannot run the walk, the loaded iterator costs what the pin
+            // does per read: kept either way.
+            if let Ok(r) = PsReader::load(cmdline) {
+                return Ok(TaskSource::Bpf(r));
+            }
+        }
         // A pinned iterator walks the tasks of the namespace it was pinned from (the
         // host's, for `kernstat ps --pin` run as root): read from a child PID namespace
         // that can see the host's bpffs (a container sharing its mounts) it would list
@@ -104,6 +137,13 @@ impl TaskSource {
             }
         }
     }
+}
+
+/// How often a [`TaskSource`] is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    Once,
+    Repeated,
 }
 
 /// Where a pinned iterator is looked for by commands without a --pin-dir flag (cgroups,

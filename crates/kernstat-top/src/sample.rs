@@ -129,7 +129,7 @@ impl Sampler {
             // its memory is three quarters of the sleepable iterator's time (3.3 µs a
             // task; 33 of 45 ms per refresh at 10,000 processes, `bench.sh top`); a new
             // process's line is read from /proc once instead.
-            source: TaskSource::open(no_bpf, pin_dir, false)?,
+            source: TaskSource::open_repeated(no_bpf, pin_dir, false)?,
             extra: None,
             system: SystemReader::open(&roots)?,
             hardware: HardwareReader::discover(&roots, temp),

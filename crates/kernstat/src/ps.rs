@@ -286,6 +286,7 @@ fn bench(source: &mut TaskSource, n: u32, want: Want, json: bool) -> anyhow::Res
     let TaskSource::Bpf(reader) = source else {
         bail!("--bench compares the BPF iterator with procfs: it needs BPF (root, or a pin)");
     };
+    let reader_walk = reader.walk_mode();
     let b = tasks::bench_iterator(reader, n, want)?;
     let round = |v: f64| (v * 100.0).round() / 100.0;
     let report = serde_json::json!({
@@ -293,6 +294,7 @@ fn bench(source: &mut TaskSource, n: u32, want: Want, json: bool) -> anyhow::Res
         "tasks": b.tasks,
         "processes": b.processes,
         "source": source.name(),
+        "walk": reader_walk,
         "cmdline": want.cmdline,
         "bpf_p50_us": round(b.bpf_p50_us),
         "procfs_p50_us": round(b.procfs_p50_us),

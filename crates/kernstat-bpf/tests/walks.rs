@@ -1,0 +1,136 @@
+//! The two ways every task walk can run (bpf/walk.bpf.h): one BPF_PROG_RUN of the
+//! open-coded task iterator into a mapped buffer (6.7+), or a read of the task iterator.
+//! Where the kernel has the first, collectors use it; both must see the same processes
+//! with the same values. Runs as root; skips elsewhere, fails under CI=true.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kernstat_bpf::ps::PsReader;
+use kernstat_bpf::Sampler;
+use kernstat_model::TaskTable;
+use kernstat_testkit::{bpf_gate, IdleProcs};
+
+fn sampler() -> Option<Sampler> {
+    if !bpf_gate() {
+        return None;
+    }
+    Some(Sampler::load().expect("load the BPF sampler"))
+}
+
+/// Whether this kernel has the open-coded task iterator (6.7+), which the walks run over.
+fn kernel_has_task_kfuncs() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut parts = release.trim().split(['.', '-']);
+    let major: u32 = parts.next().unwrap().parse().unwrap();
+    let minor: u32 = parts.next().unwrap().parse().unwrap();
+    (major, minor) >= (6, 7)
+}
+
+/// A sample is one BPF_PROG_RUN of the open-coded walk where the kernel has it, and that
+/// walk and the task iterator's agree: a process in both walks of one kind was alive all
+/// through the other kind's walk between them, so that walk saw it, with the same
+/// identity and a CPU time between the two.
+#[test]
+fn the_run_and_the_iterator_agree() {
+    let Some(mut s) = sampler() else { return };
+    let idle = IdleProcs::spawn(20).unwrap();
+    let ours: BTreeSet<u32> = idle.pids().into_iter().collect();
+    let mut t = TaskTable::default();
+    s.sample(&mut t).unwrap();
+    if kernel_has_task_kfuncs() {
+        assert_eq!(s.walk_mode(), ("run", 0), "this kernel runs the walk");
+    }
+    for outer_is_run in [false, true] {
+        let mut walks = [
+            TaskTable::default(),
+            TaskTable::default(),
+            TaskTable::default(),
+        ];
+        for (i, w) in walks.iter_mut().enumerate() {
+            s.set_run(outer_is_run == (i != 1));
+            s.sample(w).unwrap();
+        }
+        let key = |t: &TaskTable| -> BTreeMap<(u32, u64), kernstat_model::ProcSample> {
+            t.procs.iter().map(|p| ((p.pid, p.start), *p)).collect()
+        };
+        let (a, b, c) = (key(&walks[0]), key(&walks[1]), key(&walks[2]));
+        let mut checked = 0;
+        for (k, first) in &a {
+            let Some(last) = c.get(k) else { continue };
+            let mid = b.get(k).unwrap_or_else(|| {
+                panic!("{k:?} was in the walks before and after, not between (run outside: {outer_is_run})")
+            });
+            assert!(
+                first.cpu_ns <= mid.cpu_ns && mid.cpu_ns <= last.cpu_ns,
+                "{k:?}: CPU {} / {} / {}",
+                first.cpu_ns,
+                mid.cpu_ns,
+                last.cpu_ns
+            );
+            if ours.contains(&k.0) {
+                assert_eq!(
+                    (mid.uid, mid.ppid, mid.comm.as_str()),
+                    (first.uid, first.ppid, first.comm.as_str())
+                );
+                assert_eq!(mid.ppid, std::process::id());
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, ours.len(), "every idle child in all three walks");
+    }
+    s.set_run(true);
+}
+
+/// The same for `ps`'s records, thread by thread: a thread in both walks of one kind was
+/// in the other's, with its identity, and its CPU time between the two.
+#[test]
+fn ps_run_and_iterator_agree() {
+    if !bpf_gate() {
+        return;
+    }
+    let mut r = PsReader::load(false).expect("load the ps iterator");
+    let idle = IdleProcs::spawn(20).unwrap();
+    let ours: BTreeSet<u32> = idle.pids().into_iter().collect();
+    r.read().unwrap();
+    if kernel_has_task_kfuncs() {
+        assert_eq!(r.walk_mode(), "run", "this kernel runs the walk");
+    }
+    for outer_is_run in [false, true] {
+        let mut walks = Vec::new();
+        for i in 0..3 {
+            r.set_run(outer_is_run == (i != 1));
+            let rows = r.read().unwrap();
+            walks.push(
+                rows.into_iter()
+                    .map(|t| ((t.tid, t.start_ns), t))
+                    .collect::<BTreeMap<_, _>>(),
+            );
+        }
+        let mut checked = 0;
+        for (k, first) in &walks[0] {
+            let Some(last) = walks[2].get(k) else {
+                continue;
+            };
+            let mid = walks[1].get(k).unwrap_or_else(|| {
+                panic!("thread {k:?} was in the walks before and after, not between (run outside: {outer_is_run})")
+            });
+            assert!(
+                first.cpu_ns <= mid.cpu_ns && mid.cpu_ns <= last.cpu_ns,
+                "{k:?}"
+            );
+            assert_eq!(
+                (mid.pid, mid.uid, mid.kthread),
+                (first.pid, first.uid, first.kthread)
+            );
+            // A kernel thread's full name travels after its record: the same bytes.
+            if first.kthread {
+                assert_eq!(mid.comm, first.comm, "{k:?}");
+            }
+            if ours.contains(&k.0) {
+                assert_eq!((mid.ppid, mid.comm.as_str()), (std::process::id(), "sleep"));
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, ours.len(), "every idle child in all three walks");
+    }
+}
