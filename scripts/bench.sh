@@ -583,11 +583,12 @@ section_top() {
       s0[$t]=$(task_ns "$shell")
     done
     local it0 t0 t1 it1
-    it0=$(prog_ns ps_tasks "${pid[kernstat]}")
+    # The walk is ps_run (BPF_PROG_RUN, 6.7+) or the iterator's ps_tasks.
+    it0="ps_run $(prog_ns ps_run "${pid[kernstat]}"), ps_tasks $(prog_ns ps_tasks "${pid[kernstat]}")"
     t0=$(date +%s%N)
     sleep $secs
     t1=$(date +%s%N)
-    it1=$(prog_ns ps_tasks "${pid[kernstat]}")
+    it1="ps_run $(prog_ns ps_run "${pid[kernstat]}"), ps_tasks $(prog_ns ps_tasks "${pid[kernstat]}")"
     for t in kernstat htop btop; do
       s1[$t]=$(task_ns "${pid[$t]}")
       awk -v n="$t" -v s=$((s1[$t] - s0[$t])) -v w=$((t1 - t0)) \
@@ -596,7 +597,7 @@ section_top() {
         printf "%-9s %7.2f ms CPU per refresh (%.2f%% of a core)  RSS %6.1f MiB (peak %.1f)\n",
           n, s/(w/1e9)/1e6, s/w*100, rss/1024, hwm/1024 }'
     done
-    echo "kernstat's task iterator program (bpftool, whole run): $it1 (at 5 s: $it0)"
+    echo "kernstat's task walk program (bpftool, whole run): $it1 (at 5 s: $it0)"
     # Where kernstat's refresh goes (its own split: sampling, view, drawing).
     tmux -L $srv new-session -d -x 160 -y 40 -s split \
       "exec $envs $K top -d 1 -n 30 --report 2>$home/split.json"
