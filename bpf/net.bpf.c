@@ -363,6 +363,8 @@ int net_run(void *ctx)
 	bpf_rcu_read_lock();
 	bpf_iter_task_new(&it, NULL, KS_BPF_TASK_ITER_ALL_PROCS);
 	while ((task = bpf_iter_task_next(&it))) {
+		if (walk_full) /* userspace reads the iterator instead */
+			break;
 		if (reader_pidns_inum &&
 		    !ks_ns_pid(ks_walk_view(task), reader_pidns_inum, true))
 			continue;

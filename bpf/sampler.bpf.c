@@ -226,6 +226,10 @@ static __always_inline void emit_net(struct seq_file *seq, struct task_struct *t
 	const __u8 net_header[8] = { KS_REC_NET };
 	struct ks_net_rec net;
 
+	/* Not once the run's buffer is full: the counters taken would be thrown away with
+	 * the stream, and an exit before the iterator's walk would not count them. */
+	if (!seq && walk_full)
+		return;
 	if (net_shared && ks_net_take(task, &net)) {
 		ks_walk_write(seq, net_header, sizeof(net_header));
 		ks_walk_write(seq, &net, sizeof(net));

@@ -15,10 +15,11 @@
  *
  * Userspace sizes `walk_buf` at load (the datasec's last array is resized) and gives the
  * same size in `walk_cap`, a read-only constant the verifier bounds every write with.
- * A walk whose stream does not fit sets `walk_full`, and userspace reads the iterator
- * instead for that sample. On a kernel without the kfuncs the program returns
- * KS_WALK_UNSUPPORTED (bpf_ksym_exists is false there and the verifier drops the walk as
- * dead code, so the object still loads: tried on Debian's 6.1).
+ * A walk whose stream does not fit sets `walk_full` and stops, and userspace reads the
+ * iterator instead, from then on. On a kernel without the open-coded iterator the program
+ * returns KS_WALK_UNSUPPORTED (bpf_ksym_exists is false there and the verifier drops the
+ * walk as dead code, so the object still loads: tried on Debian's 6.1); before 5.14,
+ * which has no `syscall` programs, userspace does not load it (kernel.rs).
  */
 #ifndef KERNSTAT_WALK_BPF_H
 #define KERNSTAT_WALK_BPF_H
@@ -60,9 +61,13 @@ __u32 walk_len = 0;
 __u32 walk_full = 0;
 SEC(".data.walk") __u8 walk_buf[KS_WALK_BUF_MIN];
 
+/* Whether the kernel has the open-coded task iterator (6.7+); the other kfuncs used here
+ * are older. Only this one is tested: bpf_ksym_exists() of a kfunc the kernel has loads
+ * its address with ld_imm64, which verifiers before 6.4 refuse ("pseudo btf_id ... isn't
+ * KIND_VAR") even in dead code, and bpf_rcu_read_lock exists from 6.2. */
 static __always_inline bool ks_walk_supported(void)
 {
-	return bpf_ksym_exists(bpf_iter_task_new) && bpf_ksym_exists(bpf_rcu_read_lock);
+	return bpf_ksym_exists(bpf_iter_task_new);
 }
 
 /* The task the open-coded iterator gave, as an untrusted pointer for reading its fields.
@@ -92,6 +97,8 @@ static __always_inline struct task_struct *ks_walk_view(struct task_struct *task
 		while ((task = bpf_iter_task_next(&__it))) {                             \
 			struct task_struct *t = ks_walk_view(task);                      \
                                                                                          \
+			if (walk_full) /* userspace reads the iterator instead */        \
+				break;                                                   \
 			if (!t->pid)                                                     \
 				continue;                                                \
 			if ((pidns) && !ks_ns_pid(t, (pidns), false))                    \

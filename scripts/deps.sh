@@ -11,12 +11,14 @@
 #          kubernetes-client, direnv, python3's venv, sudo), and the shells, tmux and neovim
 #          the prompt hooks and the Lua example are driven in; and pyarrow and DuckDB
 #          (PyPI, in target/pyenv) that read the Parquet export; and the arm64 C cross
-#          compiler with Rust's aarch64-unknown-linux-gnu target (rustup), with which
+#          compiler and its libc headers (libc6-dev-arm64-cross: zstd-sys compiles C even
+#          for cargo check; it is only a Recommends of the compiler, which --no-install-
+#          recommends skips) with Rust's aarch64-unknown-linux-gnu target (rustup), with which
 #          `make test` checks that the whole workspace compiles for arm64.
 # Only missing packages are installed; nothing happens when all are present.
 set -eu
 build="clang libelf-dev zlib1g-dev pkg-config gcc make"
-peers="gcc-aarch64-linux-gnu stress-ng util-linux libcap2-bin procps libbpf-tools bpftool git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace tmux zsh bash fish neovim iperf3 nftables iproute2"
+peers="gcc-aarch64-linux-gnu libc6-dev-arm64-cross stress-ng util-linux libcap2-bin procps libbpf-tools bpftool git qemu-system-x86 busybox-static cpio prometheus kubernetes-client direnv python3 python3-venv sudo strace tmux zsh bash fish neovim iperf3 nftables iproute2"
 # The desktop pieces get their recommended packages too (icon theme, MIME data):
 # GTK programs started with a bare minimum tend to draw nothing and say little.
 desktop="sway waybar grim tesseract-ocr fonts-dejavu-core chromium"

@@ -139,6 +139,19 @@ pub const SYSCALL_PREFIX: &str = if cfg!(target_arch = "aarch64") {
     "__se_sys_"
 };
 
+/// Whether this kernel loads `syscall` programs (5.14+), which the walks by
+/// BPF_PROG_RUN are (bpf/walk.bpf.h): an object holding one fails to load where the type
+/// is unknown, so collectors load those programs only where this says yes. Probed once
+/// per process with a one-instruction program (libbpf_probe_bpf_prog_type).
+pub fn syscall_programs() -> bool {
+    static PROBED: OnceLock<bool> = OnceLock::new();
+    *PROBED.get_or_init(|| {
+        libbpf_rs::ProgramType::Syscall
+            .is_supported()
+            .unwrap_or(false)
+    })
+}
+
 /// The kernel function fexit attaches to for syscall `name` (`write`, `sendmsg`...).
 pub fn syscall_function(name: &str) -> String {
     format!("{SYSCALL_PREFIX}{name}")

@@ -310,6 +310,8 @@ impl Net {
                 self.walk.extend_from_slice(stream);
                 return Ok(stream.len());
             }
+            // Outgrew its buffer (sized at load): the iterator from now.
+            self.run = false;
         }
         let link = self
             .skel

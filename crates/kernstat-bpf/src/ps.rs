@@ -187,8 +187,8 @@ impl PsReader {
             Some(true) if self.run_stream().is_some() => {
                 return Ok(self.run_stream().unwrap_or_default());
             }
-            Some(true) => {}
-            Some(false) => {
+            // Could not run, or outgrew its buffer (sized at load): the iterator from now.
+            Some(_) => {
                 if let Source::Loaded { run, .. } = &mut self.source {
                     *run = false;
                 }

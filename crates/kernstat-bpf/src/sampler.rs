@@ -81,14 +81,25 @@ impl Sampler {
     /// Loads, verifies and attaches the sampler, and walks once so that every task alive
     /// now has its runtime credited: the first sample's busy time then starts from here.
     pub fn load() -> Result<Self, LoadError> {
-        let walk_cap = crate::walk::buffer_size(RECORD_BOUND);
+        Self::load_sized(crate::walk::buffer_size(RECORD_BOUND))
+    }
+
+    /// [`Sampler::load`] with a walk buffer of `walk_cap` bytes (a multiple of the page
+    /// size, at least 4096) instead of one sized for the machine: for tests of a walk
+    /// that does not fit.
+    #[doc(hidden)]
+    pub fn load_sized(walk_cap: u32) -> Result<Self, LoadError> {
+        let run = crate::walk::wanted();
         let skel = load_skel(SamplerSkelBuilder::default(), "the sampler", |open| {
+            open.progs.sample_run.set_autoload(run);
             let rodata = open
                 .maps
                 .rodata_data
                 .as_deref_mut()
                 .expect("the sampler has rodata");
-            crate::walk::size_buffer(&mut open.maps.data_walk, &mut rodata.walk_cap, walk_cap)?;
+            if run {
+                crate::walk::size_buffer(&mut open.maps.data_walk, &mut rodata.walk_cap, walk_cap)?;
+            }
             if let Some(inum) = crate::loader::reader_pid_namespace() {
                 rodata.reader_pidns_inum = inum;
             }
@@ -98,7 +109,7 @@ impl Sampler {
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         let mut s = Sampler {
             skel,
-            run: crate::walk::wanted(),
+            run,
             walk_cap,
             overflows: 0,
             buf: Vec::new(),
@@ -136,7 +147,12 @@ impl Sampler {
             // SAFETY: this object's .data.walk, sized to walk_cap at load, and its .bss.
             stream =
                 unsafe { crate::walk::stream(start, self.walk_cap, &bss.walk_len, &bss.walk_full) };
-            self.overflows += u64::from(stream.is_none());
+            if stream.is_none() {
+                // The buffer cannot grow without a reload that would lose the busy-time
+                // credit: this machine outgrew it, and is read by the iterator from now.
+                self.overflows += 1;
+                self.run = false;
+            }
         }
         let bytes = match stream {
             Some(bytes) => bytes,
@@ -166,10 +182,10 @@ impl Sampler {
         Ok(s)
     }
 
-    /// Whether samples run `sample_run` (where this kernel can) or read the iterator: for
-    /// comparing the two.
+    /// Whether samples run `sample_run` (where it was loaded and this kernel can) or read
+    /// the iterator: for comparing the two.
     pub fn set_run(&mut self, on: bool) {
-        self.run = on;
+        self.run = on && crate::walk::wanted();
     }
 
     /// How walks run here: "run" (BPF_PROG_RUN over the open-coded task iterator) or

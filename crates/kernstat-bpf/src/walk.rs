@@ -17,7 +17,9 @@ use crate::loader::{failed, LoadError};
 const UNSUPPORTED: i32 = 1;
 /// The buffer is never smaller than this, nor larger than [`MAX_BUFFER`].
 const MIN_BUFFER: usize = 64 * 1024;
-const MAX_BUFFER: usize = 64 * 1024 * 1024;
+/// 16 MiB: ~90,000 threads of ps records. The walk holds the RCU read lock throughout
+/// (~0.5 µs a task): a machine beyond this reads the iterator, which lets go between reads.
+const MAX_BUFFER: usize = 16 * 1024 * 1024;
 
 /// The buffer size for a walk writing at most `per_task` bytes per task: room for twice
 /// the tasks alive now (the `nr_threads` of /proc/loadavg), in whole pages. The kernel
@@ -39,10 +41,13 @@ fn threads_in_loadavg(s: &str) -> Option<usize> {
     field.split_once('/')?.1.parse().ok()
 }
 
-/// Whether to run walks at all: `KERNSTAT_WALK=iterator` reads the task iterator instead
-/// (to compare the two, and a way out should a kernel's open-coded iterator misbehave).
+/// Whether to load the walk programs at all: not where the kernel has no `syscall`
+/// programs (before 5.14; the object would not load), nor with `KERNSTAT_WALK=iterator`
+/// (to compare the two ways, and a way out should a kernel's open-coded iterator
+/// misbehave). Between 5.14 and 6.6 they load and say they cannot run.
 pub fn wanted() -> bool {
     std::env::var_os("KERNSTAT_WALK").is_none_or(|v| v != "iterator")
+        && crate::kernel::syscall_programs()
 }
 
 /// Sizes the `.data.walk` datasec of an open object to `bytes`, and gives the program

@@ -47,8 +47,13 @@ fn the_run_and_the_iterator_agree() {
             TaskTable::default(),
         ];
         for (i, w) in walks.iter_mut().enumerate() {
-            s.set_run(outer_is_run == (i != 1));
+            let run = outer_is_run == (i != 1);
+            s.set_run(run);
             s.sample(w).unwrap();
+            if kernel_has_task_kfuncs() {
+                // The run really ran (no overflow, no fallback): both ways are compared.
+                assert_eq!(s.walk_mode(), (if run { "run" } else { "iterator" }, 0));
+            }
         }
         let key = |t: &TaskTable| -> BTreeMap<(u32, u64), kernstat_model::ProcSample> {
             t.procs.iter().map(|p| ((p.pid, p.start), *p)).collect()
@@ -98,8 +103,12 @@ fn ps_run_and_iterator_agree() {
     for outer_is_run in [false, true] {
         let mut walks = Vec::new();
         for i in 0..3 {
-            r.set_run(outer_is_run == (i != 1));
+            let run = outer_is_run == (i != 1);
+            r.set_run(run);
             let rows = r.read().unwrap();
+            if kernel_has_task_kfuncs() {
+                assert_eq!(r.walk_mode(), if run { "run" } else { "iterator" });
+            }
             walks.push(
                 rows.into_iter()
                     .map(|t| ((t.tid, t.start_ns), t))
@@ -133,4 +142,39 @@ fn ps_run_and_iterator_agree() {
         }
         assert_eq!(checked, ours.len(), "every idle child in all three walks");
     }
+}
+
+/// A machine with more tasks than the run's buffer holds (sized at load) is read by the
+/// iterator from the first walk that did not fit: the table is whole, the overflow said.
+#[test]
+fn a_walk_that_does_not_fit_reads_the_iterator() {
+    if !bpf_gate() || !kernel_has_task_kfuncs() {
+        return;
+    }
+    let idle = IdleProcs::spawn(40).unwrap();
+    // One page: ~40 processes' records, fewer than this machine and the 40 have.
+    let mut s = Sampler::load_sized(4096).expect("load the BPF sampler");
+    assert_eq!(
+        s.walk_mode(),
+        ("iterator", 1),
+        "the load's first walk overflowed"
+    );
+    let mut t = TaskTable::default();
+    s.sample(&mut t).unwrap();
+    assert_eq!(s.walk_mode(), ("iterator", 1), "and it is not tried again");
+    let seen: BTreeSet<u32> = t.procs.iter().map(|p| p.pid).collect();
+    for pid in idle.pids() {
+        assert!(
+            seen.contains(&pid),
+            "idle child {pid} in the iterator's table"
+        );
+    }
+    s.set_run(true);
+    s.sample(&mut t).unwrap();
+    assert_eq!(
+        s.walk_mode(),
+        ("iterator", 2),
+        "forced again, it overflows again"
+    );
+    assert!(t.procs.len() > 40);
 }

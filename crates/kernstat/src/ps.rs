@@ -286,8 +286,9 @@ fn bench(source: &mut TaskSource, n: u32, want: Want, json: bool) -> anyhow::Res
     let TaskSource::Bpf(reader) = source else {
         bail!("--bench compares the BPF iterator with procfs: it needs BPF (root, or a pin)");
     };
-    let reader_walk = reader.walk_mode();
     let b = tasks::bench_iterator(reader, n, want)?;
+    // After the walks: a kernel that cannot run it says so at the first.
+    let reader_walk = reader.walk_mode();
     let round = |v: f64| (v * 100.0).round() / 100.0;
     let report = serde_json::json!({
         "n": n,
