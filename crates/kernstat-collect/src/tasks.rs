@@ -65,7 +65,9 @@ impl TaskSource {
             }
             if let Some(p) = procfs_extra.as_mut() {
                 // procfs reports group totals on the leader: nothing "dead" to add.
-                p.visit_one(1, threads, |v| rows.push(v.to_row()));
+                // Only the files the rows need: top reads no command line from here (it
+                // keeps its own), so neither /proc/1/cmdline nor its cgroup at every refresh.
+                p.visit_one(1, threads, want, |v| rows.push(v.to_row()));
             }
         }
         Ok(if threads { rows } else { processes(rows) })

@@ -115,10 +115,17 @@ impl ProcfsPs {
         Ok(())
     }
 
-    /// Calls `f` for one process (and its threads, with `threads`); false if it is gone.
-    pub fn visit_one(&mut self, pid: u32, threads: bool, mut f: impl FnMut(&TaskView<'_>)) -> bool {
+    /// Calls `f` for one process (and its threads, with `threads`), reading the files
+    /// `want` asks for; false if it is gone.
+    pub fn visit_one(
+        &mut self,
+        pid: u32,
+        threads: bool,
+        want: Want,
+        mut f: impl FnMut(&TaskView<'_>),
+    ) -> bool {
         self.files
-            .visit_pid(&self.proc_dir, pid, threads, Want::ALL, &mut f)
+            .visit_pid(&self.proc_dir, pid, threads, want, &mut f)
     }
 
     /// Every process (task) as owned rows.
