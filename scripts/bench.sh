@@ -32,11 +32,12 @@ stop_fleet() {
 }
 
 section_sample() {
-  echo "== one bar sample (--bench 1000): BPF and procfs paths (Waybar's format), and a text line that shows no process"
+  echo "== one bar sample (--bench 1000): BPF (its walk by BPF_PROG_RUN where the kernel has it, then the task iterator's) and procfs paths (Waybar's format), and a text line that shows no process"
   for tasks in now 300 10000; do
     local f=""
     [ "$tasks" != now ] && f=$(fleet "$tasks")
     $K bar --bench 1000 --json
+    KERNSTAT_WALK=iterator $K bar --bench 1000 --json
     $K bar --bench 1000 --json --no-bpf
     $K bar --bench 1000 --json --format text
     stop_fleet "$f"
