@@ -425,6 +425,9 @@ fn bench_reports_both_paths() {
     for k in ["n", "tasks", "bpf_p50_us", "procfs_p50_us", "ratio"] {
         assert!(v[k].is_number(), "{k} in {out}");
     }
+    // Which way it walked, said after walking: "run" or "iterator" (a pin, command lines,
+    // or a kernel without the open-coded task iterator).
+    assert!(v["walk"] == "run" || v["walk"] == "iterator", "{out}");
     let procs = kernstat_testkit::proc_count() as u64;
     assert!(v["tasks"].as_u64().unwrap() >= procs - 5, "{out}");
 }

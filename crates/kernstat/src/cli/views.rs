@@ -298,7 +298,8 @@ pub struct PsArgs {
     #[arg(long, value_name = "DIR", env = "KERNSTAT_PIN_DIR", default_value = kernstat_bpf::ps::DEFAULT_PIN_DIR)]
     pub pin_dir: PathBuf,
     /// Time N reads of the iterator against N procfs walks of the same fields; print
-    /// {"n","tasks","bpf_p50_us","procfs_p50_us","ratio"} (with --json).
+    /// {"n","tasks","bpf_p50_us","procfs_p50_us","ratio","walk"} (with --json; walk: "run",
+    /// by BPF_PROG_RUN, or "iterator").
     #[arg(long, value_name = "N")]
     pub bench: Option<u32>,
 }
