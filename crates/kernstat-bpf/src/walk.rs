@@ -35,7 +35,9 @@ pub fn buffer_size(per_task: usize) -> u32 {
     bytes as u32
 }
 
-/// The task count of /proc/loadavg ("0.00 0.01 0.05 1/123 4567": the 123).
+/// The task count of /proc/loadavg ("0.00 0.01 0.05 1/123 4567": the 123). Not the
+/// `procs` of sysinfo(2), which the load averages come from (kernstat-sources): that is
+/// an unsigned short, and wraps at 65,536 threads, where a buffer matters most.
 fn threads_in_loadavg(s: &str) -> Option<usize> {
     let field = s.split_whitespace().nth(3)?;
     field.split_once('/')?.1.parse().ok()
