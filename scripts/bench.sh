@@ -925,7 +925,7 @@ section_cgroups() {
       done
     done
     local k c
-    k=$($K cgroups --bench 50 --depth 9 | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["groups"], r["cpu_us_p50"], r["wall_us_p50"], r.get("iterator_cpu_us_p50", r.get("iterator_error", "-").replace(" ", "_")))')
+    k=$($K cgroups --bench 50 --depth 9 --max-groups 5000 | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["groups"], r["cpu_us_p50"], r["wall_us_p50"], r.get("iterator_cpu_us_p50", r.get("iterator_error", "-").replace(" ", "_")))')
     c=$(cgtop_us)
     read -r g kc kw ki <<<"$k"
     awk -v n=$n -v g="$g" -v kc="$kc" -v kw="$kw" -v c="$c" -v ki="$ki" 'BEGIN {

@@ -171,6 +171,8 @@ struct GroupFiles {
     /// Its files stay open between readings (within the reader's descriptor budget);
     /// otherwise each is opened, read and closed.
     keep: bool,
+    /// cpu, memory and io pressure as last read (None: not read, or unreadable).
+    pressure: [Option<Pressure>; 3],
 }
 
 impl GroupFiles {
@@ -182,6 +184,7 @@ impl GroupFiles {
             controllers: None,
             children: None,
             keep: true,
+            pressure: [None; 3],
         }
     }
 
@@ -272,6 +275,8 @@ pub struct CgroupReader {
     bounds: CgroupBounds,
     /// Descriptors the kept files may hold (half the soft RLIMIT_NOFILE at open).
     fd_budget: usize,
+    /// Pressure files read since open (tests: a quiet group's are not).
+    pressure_files_read: u64,
 }
 
 /// Readings between two reads of a group's limits.
@@ -322,6 +327,7 @@ impl CgroupReader {
             descendants: None,
             bounds: CgroupBounds::default(),
             fd_budget: fd_budget(),
+            pressure_files_read: 0,
         }
     }
 
@@ -340,6 +346,11 @@ impl CgroupReader {
     /// Descriptors kept open between readings now.
     pub fn open_descriptors(&self) -> usize {
         self.open.values().map(GroupFiles::kept).sum()
+    }
+
+    /// Pressure files read since open (each a pread, or an open, a pread and a close).
+    pub fn pressure_files_read(&self) -> u64 {
+        self.pressure_files_read
     }
 
     /// Where the hierarchy is mounted.
@@ -386,15 +397,16 @@ impl CgroupReader {
         // or crowded subtree meets the bounds, not its siblings; the order people read
         // (a tree: parents first, siblings by name) is made at the end.
         let mut kept_fds = 0;
-        let mut queue: std::collections::VecDeque<(GroupFiles, String, u32)> =
-            std::collections::VecDeque::from([(root, "/".to_string(), 0)]);
+        let mut queue: std::collections::VecDeque<(GroupFiles, String, u32, StallMoved)> =
+            std::collections::VecDeque::from([(root, "/".to_string(), 0, [true; 3])]);
         let mut admitted = 1;
-        while let Some((mut files, path, depth)) = queue.pop_front() {
+        while let Some((mut files, path, depth, parent_moved)) = queue.pop_front() {
             files.keep = kept_fds + MAX_FILES_PER_GROUP <= self.fd_budget;
             if !files.keep {
                 files.files.clear();
             }
-            let mut g = self.group(&mut files, &path, depth, want, refresh_limits);
+            let (mut g, moved) =
+                self.group(&mut files, &path, depth, want, refresh_limits, parent_moved);
             if max_depth.is_none_or(|m| depth < m) {
                 let children = match files.children.take() {
                     Some(c) if !relist => c,
@@ -443,7 +455,7 @@ impl CgroupReader {
                     };
                     taken += 1;
                     admitted += 1;
-                    queue.push_back((files_of_child, child, depth + 1));
+                    queue.push_back((files_of_child, child, depth + 1, moved));
                 }
                 files.children = Some(children);
             }
@@ -467,7 +479,8 @@ impl CgroupReader {
         depth: u32,
         want: CgroupWant,
         refresh_limits: bool,
-    ) -> CgroupSample {
+        parent_moved: StallMoved,
+    ) -> (CgroupSample, StallMoved) {
         let mut g = CgroupSample {
             path: path.to_string(),
             id: dir.ino,
@@ -552,16 +565,38 @@ impl CgroupReader {
         if g.pids.is_none() {
             g.missing.push(why("pids", "pids"));
         }
-        // Pressure (kept per group whatever the controllers, since 4.20).
-        for (name, slot) in [
+        // Pressure (kept per group whatever the controllers, since 4.20), three of a
+        // quiet group's five files and most of its reading's CPU (psi_show's formatting).
+        // A stalled task stalls every group above it too, so a group's stall totals can
+        // move only while its parent's "some" total moves; a quiet group's averages
+        // stay 0.00. Such a group's pressure is kept from its last reading (see
+        // `pressure_unchanged`).
+        let mut moved = [true; 3];
+        for (i, (name, slot)) in [
             (c"cpu.pressure", &mut g.psi_cpu),
             (c"memory.pressure", &mut g.psi_memory),
             (c"io.pressure", &mut g.psi_io),
-        ] {
-            if let Some(b) = dir.read(buf, name, retry) {
-                let (some, full) = crate::system::parse_psi(b);
-                *slot = Pressure { some, full };
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let last = dir.pressure[i];
+            if let Some(kept) = last.filter(|p| pressure_unchanged(p, parent_moved[i])) {
+                *slot = kept;
+                moved[i] = false;
+                continue;
             }
+            self.pressure_files_read += 1;
+            let now = dir.read(buf, name, retry).map(|b| {
+                let (some, full) = crate::system::parse_psi(b);
+                Pressure { some, full }
+            });
+            if let Some(p) = now {
+                *slot = p;
+                // A file without a "some" line counts as moved: children are read.
+                moved[i] = last.is_none_or(|l| total(&l) != total(&p)) || p.some.is_none();
+            }
+            dir.pressure[i] = now;
         }
         // Limits: read again every LIMITS_EVERY readings.
         let cached = self.limits.get(path).copied();
@@ -594,8 +629,31 @@ impl CgroupReader {
         }
         g.pids_max = limits.pids_max;
         dir.controllers = Some(controllers);
-        g
+        (g, moved)
     }
+}
+
+/// Whether each of a group's cpu, memory and io "some" stall totals moved since the
+/// reading before (or could not be compared): its children's pressure is read only then.
+type StallMoved = [bool; 3];
+
+/// Whether a group's pressure as last read is its pressure now, without reading the file:
+/// its parent's "some" total did not move (a task stalled here is stalled in the
+/// parent too, so this group's totals could not move either; a move of less than the
+/// file's 1 µs resolution in the parent, and a stall that began between the parent's
+/// reading and this group's, are seen at the next reading, the totals being cumulative),
+/// and its averages are 0.00 (they decay when nothing stalls, so only zero ones stay
+/// as they were).
+fn pressure_unchanged(last: &Pressure, parent_moved: bool) -> bool {
+    let quiet = |l: &Option<kernstat_model::raw::PsiLine>| {
+        l.is_none_or(|l| l.avg10 == 0.0 && l.avg60 == 0.0)
+    };
+    !parent_moved && last.some.is_some() && quiet(&last.some) && quiet(&last.full)
+}
+
+/// A pressure file's "some" total (what a child's stall would move).
+fn total(p: &Pressure) -> Option<u64> {
+    p.some.map(|l| l.total_us)
 }
 
 /// The most files one group keeps open: its directory, cgroup.stat, cgroup.controllers,

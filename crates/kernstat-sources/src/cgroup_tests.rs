@@ -261,3 +261,98 @@ fn names_that_are_not_utf8_are_read_and_stay_distinct() {
     assert_eq!(by("/esc\\x1b[2J"), Some(9));
     assert_eq!(tree.groups.len(), 4);
 }
+
+fn psi_text(avg10: f32, total: u64) -> String {
+    format!(
+        "some avg10={avg10:.2} avg60=0.00 avg300=0.00 total={total}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+}
+
+fn set_psi(dir: &Path, avg10: f32, total: u64) {
+    for f in ["cpu.pressure", "memory.pressure", "io.pressure"] {
+        std::fs::write(dir.join(f), psi_text(avg10, total)).unwrap();
+    }
+}
+
+#[test]
+fn a_quiet_groups_pressure_is_read_again_only_when_its_parent_stalled() {
+    // The kernel moves a group's stall totals only while its parent's move: here the
+    // files are rewritten behind the reader's back to show which ones it read.
+    let t = tempfile::tempdir().unwrap();
+    let (quiet, deep, busy) = (
+        t.path().join("q"),
+        t.path().join("q/deep"),
+        t.path().join("b"),
+    );
+    for (d, usage) in [
+        (t.path().to_path_buf(), 1),
+        (quiet.clone(), 2),
+        (deep.clone(), 3),
+        (busy.clone(), 4),
+    ] {
+        group_dir(&d, usage);
+        set_psi(&d, 0.0, 100);
+    }
+    set_psi(&busy, 2.5, 100);
+    let mut r = CgroupReader::at(t.path().to_path_buf(), false);
+    let totals = |r: &mut CgroupReader| -> Vec<(String, u64, u64)> {
+        let tree = r.read(CgroupWant::default(), None).unwrap();
+        tree.groups
+            .iter()
+            .map(|g| {
+                let total = |p: &Pressure| p.some.unwrap().total_us;
+                (g.path.clone(), total(&g.psi_cpu), total(&g.psi_io))
+            })
+            .collect()
+    };
+    let first = totals(&mut r);
+    assert_eq!(
+        r.pressure_files_read(),
+        12,
+        "every file at the first reading"
+    );
+    assert!(first.iter().all(|g| g.1 == 100), "{first:?}");
+    // The root did not move: a quiet group and its child keep what they had; a group
+    // whose averages are not zero is read (they decay).
+    for d in [&quiet, &deep] {
+        set_psi(d, 0.0, 200);
+    }
+    set_psi(&busy, 1.0, 300);
+    let second = totals(&mut r);
+    assert_eq!(
+        r.pressure_files_read(),
+        12 + 3 + 3,
+        "the root and the busy group"
+    );
+    assert_eq!(
+        second,
+        [
+            ("/".into(), 100, 100),
+            ("/b".into(), 300, 300),
+            ("/q".into(), 100, 100),
+            ("/q/deep".into(), 100, 100)
+        ]
+    );
+    // The root's cpu total moved: its children's cpu pressure is read, and the grandchild's
+    // too where its parent's moved; io, whose totals did not move, is kept.
+    std::fs::write(t.path().join("cpu.pressure"), psi_text(0.0, 150)).unwrap();
+    let third = totals(&mut r);
+    assert_eq!(
+        third,
+        [
+            ("/".into(), 150, 100),
+            ("/b".into(), 300, 300),
+            ("/q".into(), 200, 100),
+            ("/q/deep".into(), 200, 100)
+        ]
+    );
+    // A parent file without a "some" line counts as moved, at every reading.
+    std::fs::write(quiet.join("io.pressure"), "unreadable\n").unwrap();
+    for total in [150, 160] {
+        std::fs::write(t.path().join("io.pressure"), psi_text(0.0, total)).unwrap();
+        std::fs::write(deep.join("io.pressure"), psi_text(0.0, total + 100)).unwrap();
+        let tree = r.read(CgroupWant::default(), None).unwrap();
+        assert_eq!(tree.groups[2].psi_io.some, None);
+        assert_eq!(tree.groups[3].psi_io.some.unwrap().total_us, total + 100);
+    }
+}
