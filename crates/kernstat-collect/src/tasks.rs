@@ -59,15 +59,22 @@ impl TaskSource {
         let mut rows = rows;
         // This sandbox's kernel hides PID 1 from task iterators (docs/limits.md);
         // /proc still shows it, so complete the table from there.
-        if !rows.iter().any(|t| t.pid == 1) && Path::new("/proc/1").exists() {
+        if !rows.iter().any(|t| t.pid == 1) {
             if procfs_extra.is_none() {
                 *procfs_extra = Some(ProcfsPs::open(&Roots::default())?);
             }
             if let Some(p) = procfs_extra.as_mut() {
                 // procfs reports group totals on the leader: nothing "dead" to add.
                 // Only the files the rows need: top reads no command line from here (it
-                // keeps its own), so neither /proc/1/cmdline nor its cgroup at every refresh.
-                p.visit_one(1, threads, want, |v| rows.push(v.to_row()));
+                // keeps its own), so neither /proc/1/cmdline nor its cgroup at every
+                // refresh; and its files stay open (a reader that reads again and again).
+                let mut push =
+                    |v: &kernstat_sources::ps_procfs::TaskView<'_>| rows.push(v.to_row());
+                if threads {
+                    p.visit_one(1, threads, want, push);
+                } else {
+                    p.visit_kept(1, want, &mut push);
+                }
             }
         }
         Ok(if threads { rows } else { processes(rows) })

@@ -61,6 +61,18 @@ pub struct ProcfsPs {
     dirbuf: Vec<MaybeUninit<u8>>,
     pids: Vec<u32>,
     files: PidFiles,
+    /// The files `visit_kept` keeps open.
+    kept: Option<KeptFiles>,
+}
+
+/// One process's stat, status and io, open between readings (`visit_kept`).
+#[derive(Debug)]
+struct KeptFiles {
+    pid: u32,
+    stat: OwnedFd,
+    status: Option<OwnedFd>,
+    /// None once a read failed (another user's process: EACCES), not tried again.
+    io: Option<OwnedFd>,
 }
 
 /// The per-process readers and their buffers.
@@ -96,6 +108,7 @@ impl ProcfsPs {
                 ns_per_tick: ns_per_tick(),
                 page_size: page_size(),
             },
+            kept: None,
         })
     }
 
@@ -126,6 +139,101 @@ impl ProcfsPs {
     ) -> bool {
         self.files
             .visit_pid(&self.proc_dir, pid, threads, want, &mut f)
+    }
+
+    /// Calls `f` for one process (not its threads) from its stat, status and io files,
+    /// kept open between calls: one pread each, where `visit_one` walks three paths and
+    /// opens and closes three files (for a process read at every refresh: `top` reads
+    /// PID 1 so, which this machine's kernel hides from task walks; the three opens and a
+    /// stat of /proc/1 were 16 % of a refresh's CPU in `perf record`). A kept file of a
+    /// process that exited reads nothing (ESRCH), so a pid used again is opened again,
+    /// never misread; io that cannot be read (another user's process) is not tried
+    /// again. False if the process is gone.
+    pub fn visit_kept(&mut self, pid: u32, want: Want, mut f: impl FnMut(&TaskView<'_>)) -> bool {
+        let files = &mut self.files;
+        let kept = match self.kept.take().filter(|k| k.pid == pid) {
+            Some(k) => k,
+            None => {
+                let open = |name: &[u8]| {
+                    let mut path = ProcPath::new();
+                    path.num(pid);
+                    openat(
+                        &self.proc_dir,
+                        path.push(name).cstr(),
+                        OFlags::RDONLY | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    )
+                    .ok()
+                };
+                let Some(stat) = open(b"/stat") else {
+                    return false;
+                };
+                KeptFiles {
+                    pid,
+                    stat,
+                    status: open(b"/status"),
+                    io: open(b"/io"),
+                }
+            }
+        };
+        let Some(mut row) = read_kept(&kept.stat, &mut files.stat)
+            .and_then(|b| parse_stat(b, files.ns_per_tick, files.page_size))
+        else {
+            return false; // gone: opened again next time
+        };
+        let mut kept = kept;
+        row.tid = pid;
+        row.pid = pid;
+        row.leader = true;
+        if let Some(status) = kept
+            .status
+            .as_ref()
+            .and_then(|fd| read_kept(fd, &mut files.status))
+        {
+            (row.uid, row.euid, row.gid) = parse_ids(status);
+        }
+        if !row.kthread {
+            match kept.io.as_ref().map(|fd| read_kept(fd, &mut files.io)) {
+                Some(Some(io)) => {
+                    row.read_bytes = keyed_value(io, b"read_bytes").unwrap_or(0);
+                    row.write_bytes = keyed_value(io, b"write_bytes").unwrap_or(0);
+                }
+                Some(None) => kept.io = None,
+                None => {}
+            }
+        }
+        let mut path = ProcPath::new();
+        path.num(pid);
+        let base = path.len();
+        let cmdline: &[u8] = if row.kthread || !want.cmdline {
+            &[]
+        } else {
+            read_at(
+                &self.proc_dir,
+                path.push(b"/cmdline").cstr(),
+                &mut files.cmdline,
+            )
+            .unwrap_or(&[])
+        };
+        path.truncate(base);
+        let cgroup = if want.cgroup {
+            read_at(
+                &self.proc_dir,
+                path.push(b"/cgroup").cstr(),
+                &mut files.cgroup,
+            )
+            .map(cgroup_v2_path)
+            .unwrap_or(&[])
+        } else {
+            &[]
+        };
+        f(&TaskView {
+            row,
+            cmdline,
+            cgroup,
+        });
+        self.kept = Some(kept);
+        true
     }
 
     /// Every process (task) as owned rows.
@@ -251,6 +359,12 @@ impl PidFiles {
     }
 }
 
+/// A kept file's content now (pread from offset 0 makes procfs generate it again).
+fn read_kept<'a>(fd: &OwnedFd, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    let n = rustix::io::pread(fd, &mut *buf, 0).ok()?;
+    Some(&buf[..n])
+}
+
 /// The path from the "0::/path" line of /proc/PID/cgroup (cgroup v2).
 pub fn cgroup_v2_path(buf: &[u8]) -> &[u8] {
     lines(buf)
@@ -346,6 +460,67 @@ mod tests {
             b"/user.slice/a.scope"
         );
         assert_eq!(cgroup_v2_path(b"1:name=systemd:/\n"), b"");
+    }
+
+    #[test]
+    fn a_kept_process_reads_like_a_visit_and_goes_with_its_process() {
+        let mut w = ProcfsPs::open(&Roots::default()).unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let want = Want {
+            cmdline: true,
+            cgroup: false,
+        };
+        let mut one = Vec::new();
+        assert!(w.visit_one(pid, false, want, |v| one.push(v.to_row())));
+        for _ in 0..2 {
+            let mut kept = Vec::new();
+            assert!(w.visit_kept(pid, want, |v| kept.push(v.to_row())));
+            let (a, b) = (&one[0], &kept[0]);
+            assert_eq!(
+                (a.pid, a.ppid, a.uid, a.gid, a.start_ns, &a.comm, &a.cmdline),
+                (b.pid, b.ppid, b.uid, b.gid, b.start_ns, &b.comm, &b.cmdline)
+            );
+            assert!(b.leader && b.comm.as_str() == "sleep");
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Its kept files read nothing now (ESRCH), and nothing else has its pid yet.
+        assert!(!w.visit_kept(pid, want, |_| panic!("a row of a reaped process")));
+    }
+
+    #[test]
+    fn a_kept_process_whose_io_cannot_be_read_is_not_tried_again() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("42");
+        std::fs::create_dir_all(dir.join("io")).unwrap(); // a directory: pread fails
+        let stat = "42 (x) S 1 42 42 0 -1 0 0 0 0 0 30 20 0 0 20 0 1 0 500 8192 3 0\n";
+        std::fs::write(dir.join("stat"), stat).unwrap();
+        std::fs::write(dir.join("status"), "Uid:\t7\t7\t7\t7\nGid:\t8\t8\t8\t8\n").unwrap();
+        let roots = Roots {
+            proc: t.path().to_path_buf(),
+            sys: t.path().join("sys"),
+        };
+        let mut w = ProcfsPs::open(&roots).unwrap();
+        let want = Want {
+            cmdline: false,
+            cgroup: false,
+        };
+        let mut rows = Vec::new();
+        assert!(w.visit_kept(42, want, |v| rows.push(v.to_row())));
+        std::fs::remove_dir(dir.join("io")).unwrap();
+        std::fs::write(dir.join("io"), "read_bytes: 4096\nwrite_bytes: 8192\n").unwrap();
+        std::fs::write(dir.join("stat"), stat.replace(" 30 20 ", " 60 20 ")).unwrap();
+        assert!(w.visit_kept(42, want, |v| rows.push(v.to_row())));
+        assert_eq!((rows[0].uid, rows[0].gid, rows[0].read_bytes), (7, 8, 0));
+        assert!(
+            rows[1].cpu_ns > rows[0].cpu_ns,
+            "stat is read again from its kept file"
+        );
+        assert_eq!(rows[1].read_bytes, 0, "io is not opened again");
     }
 
     #[test]
