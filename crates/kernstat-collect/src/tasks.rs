@@ -61,7 +61,8 @@ impl TaskSource {
         // /proc still shows it, so complete the table from there.
         if !rows.iter().any(|t| t.pid == 1) {
             if procfs_extra.is_none() {
-                *procfs_extra = Some(ProcfsPs::open(&Roots::default())?);
+                // Without /proc the table is the walk's alone, as before PID 1 was added.
+                *procfs_extra = ProcfsPs::open(&Roots::default()).ok();
             }
             if let Some(p) = procfs_extra.as_mut() {
                 // procfs reports group totals on the leader: nothing "dead" to add.

@@ -171,8 +171,20 @@ struct GroupFiles {
     /// Its files stay open between readings (within the reader's descriptor budget);
     /// otherwise each is opened, read and closed.
     keep: bool,
-    /// cpu, memory and io pressure as last read (None: not read, or unreadable).
-    pressure: [Option<Pressure>; 3],
+    /// cpu, memory and io pressure as last read.
+    pressure: [KeptPressure; 3],
+}
+
+/// A pressure file as last read, and when.
+#[derive(Clone, Copy, Debug, Default)]
+struct KeptPressure {
+    /// What it said (None: not read yet, or unreadable).
+    last: Option<Pressure>,
+    /// When it was read (monotonic ns).
+    read_ns: u64,
+    /// The reading at which its "some" total was last seen to move (the first reading
+    /// counts as one), monotonic ns.
+    moved_ns: u64,
 }
 
 impl GroupFiles {
@@ -184,7 +196,7 @@ impl GroupFiles {
             controllers: None,
             children: None,
             keep: true,
-            pressure: [None; 3],
+            pressure: [KeptPressure::default(); 3],
         }
     }
 
@@ -277,6 +289,8 @@ pub struct CgroupReader {
     fd_budget: usize,
     /// Pressure files read since open (tests: a quiet group's are not).
     pressure_files_read: u64,
+    /// AVERAGES_LAG_NS (unit tests: shorter).
+    averages_lag_ns: u64,
 }
 
 /// Readings between two reads of a group's limits.
@@ -328,6 +342,7 @@ impl CgroupReader {
             bounds: CgroupBounds::default(),
             fd_budget: fd_budget(),
             pressure_files_read: 0,
+            averages_lag_ns: AVERAGES_LAG_NS,
         }
     }
 
@@ -501,9 +516,10 @@ impl CgroupReader {
         let controllers = dir.controllers.take().unwrap_or_default();
         let has = |c: &[u8]| fields(&controllers).any(|f| f == c);
         g.read_ns = crate::monotonic_ns();
-        if let Some(b) = dir.read(buf, c"cpu.stat", retry) {
-            g.cpu = parse_cpu_stat(b);
-        } else {
+        let alive = dir
+            .read(buf, c"cpu.stat", retry)
+            .map(|b| g.cpu = parse_cpu_stat(b));
+        if alive.is_none() {
             g.missing.push("cpu: no cpu.stat".into());
         }
         let root = depth == 0;
@@ -565,13 +581,13 @@ impl CgroupReader {
         if g.pids.is_none() {
             g.missing.push(why("pids", "pids"));
         }
-        // Pressure (kept per group whatever the controllers, since 4.20), three of a
+        // Pressure (kept per group whatever the controllers, since 4.20): three of a
         // quiet group's five files and most of its reading's CPU (psi_show's formatting).
-        // A stalled task stalls every group above it too, so a group's stall totals can
-        // move only while its parent's "some" total moves; a quiet group's averages
-        // stay 0.00. Such a group's pressure is kept from its last reading (see
-        // `pressure_unchanged`).
+        // A quiet group's is kept from its last reading where the files cannot have
+        // moved since (see `pressure_kept`); every file is read at the readings that
+        // read the limits too.
         let mut moved = [true; 3];
+        let now_ns = g.read_ns;
         for (i, (name, slot)) in [
             (c"cpu.pressure", &mut g.psi_cpu),
             (c"memory.pressure", &mut g.psi_memory),
@@ -580,23 +596,30 @@ impl CgroupReader {
         .into_iter()
         .enumerate()
         {
-            let last = dir.pressure[i];
-            if let Some(kept) = last.filter(|p| pressure_unchanged(p, parent_moved[i])) {
-                *slot = kept;
-                moved[i] = false;
-                continue;
+            let kept = &mut dir.pressure[i];
+            if alive.is_some() && !refresh_limits && !parent_moved[i] {
+                if let Some(p) = pressure_kept(kept, self.averages_lag_ns) {
+                    *slot = p;
+                    moved[i] = false;
+                    continue;
+                }
             }
             self.pressure_files_read += 1;
             let now = dir.read(buf, name, retry).map(|b| {
                 let (some, full) = crate::system::parse_psi(b);
                 Pressure { some, full }
             });
+            let kept = &mut dir.pressure[i];
             if let Some(p) = now {
                 *slot = p;
                 // A file without a "some" line counts as moved: children are read.
-                moved[i] = last.is_none_or(|l| total(&l) != total(&p)) || p.some.is_none();
+                moved[i] = kept.last.is_none_or(|l| total(&l) != total(&p)) || p.some.is_none();
             }
-            dir.pressure[i] = now;
+            if moved[i] {
+                kept.moved_ns = now_ns;
+            }
+            kept.last = now;
+            kept.read_ns = now_ns;
         }
         // Limits: read again every LIMITS_EVERY readings.
         let cached = self.limits.get(path).copied();
@@ -634,21 +657,33 @@ impl CgroupReader {
 }
 
 /// Whether each of a group's cpu, memory and io "some" stall totals moved since the
-/// reading before (or could not be compared): its children's pressure is read only then.
+/// reading before (or could not be compared, or was not read): its children's pressure
+/// is kept only where it did not.
 type StallMoved = [bool; 3];
 
-/// Whether a group's pressure as last read is its pressure now, without reading the file:
-/// its parent's "some" total did not move (a task stalled here is stalled in the
-/// parent too, so this group's totals could not move either; a move of less than the
-/// file's 1 µs resolution in the parent, and a stall that began between the parent's
-/// reading and this group's, are seen at the next reading, the totals being cumulative),
-/// and its averages are 0.00 (they decay when nothing stalls, so only zero ones stay
-/// as they were).
-fn pressure_unchanged(last: &Pressure, parent_moved: bool) -> bool {
-    let quiet = |l: &Option<kernstat_model::raw::PsiLine>| {
+/// How long after a pressure file's total last moved its averages may still read as
+/// before: the kernel recomputes them every PSI_FREQ (2 s), at a read or in its own
+/// work, so a read 2 s after a stall shows it in the averages. With a margin.
+pub const AVERAGES_LAG_NS: u64 = 3_000_000_000;
+
+/// A group's pressure as last read, where it is its pressure now without reading the
+/// file (called when its parent's "some" total did not move since the reading before:
+/// a stalled task is stalled in each group above it, so a group's totals move with its
+/// parent's). Only where the last read showed averages of 0.00 (they decay while
+/// nothing stalls, so only zero ones stay as they were) that were recomputed after the
+/// total last moved (AVERAGES_LAG_NS: a total moves at once, its averages up to 2 s
+/// later). What this misses: the kernel weights each CPU's stall by whole jiffies of
+/// the group's activity in the interval a read closes, so a burst of a few ms can move
+/// a group's total and not its parent's; and a stall that begins between the parent's
+/// read and this group's. Both show at the next reading that reads every file (one in
+/// LIMITS_EVERY), the totals being cumulative.
+fn pressure_kept(kept: &KeptPressure, lag_ns: u64) -> Option<Pressure> {
+    let last = kept.last?;
+    let zero = |l: &Option<kernstat_model::raw::PsiLine>| {
         l.is_none_or(|l| l.avg10 == 0.0 && l.avg60 == 0.0)
     };
-    !parent_moved && last.some.is_some() && quiet(&last.some) && quiet(&last.full)
+    let settled = kept.read_ns.saturating_sub(kept.moved_ns) >= lag_ns;
+    (last.some.is_some() && zero(&last.some) && zero(&last.full) && settled).then_some(last)
 }
 
 /// A pressure file's "some" total (what a child's stall would move).

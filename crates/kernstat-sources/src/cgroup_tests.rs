@@ -295,6 +295,7 @@ fn a_quiet_groups_pressure_is_read_again_only_when_its_parent_stalled() {
     }
     set_psi(&busy, 2.5, 100);
     let mut r = CgroupReader::at(t.path().to_path_buf(), false);
+    r.averages_lag_ns = 0;
     let totals = |r: &mut CgroupReader| -> Vec<(String, u64, u64)> {
         let tree = r.read(CgroupWant::default(), None).unwrap();
         tree.groups
@@ -355,4 +356,41 @@ fn a_quiet_groups_pressure_is_read_again_only_when_its_parent_stalled() {
         assert_eq!(tree.groups[2].psi_io.some, None);
         assert_eq!(tree.groups[3].psi_io.some.unwrap().total_us, total + 100);
     }
+}
+
+#[test]
+fn pressure_whose_averages_may_lag_its_total_is_read_until_they_cannot() {
+    // A total that moved at a read whose averages were still 0.00 (the kernel
+    // recomputes them every 2 s): the group is read until a read comes the lag after.
+    let t = tempfile::tempdir().unwrap();
+    let child = t.path().join("c");
+    for d in [t.path().to_path_buf(), child.clone()] {
+        group_dir(&d, 1);
+        set_psi(&d, 0.0, 100);
+    }
+    let mut r = CgroupReader::at(t.path().to_path_buf(), false);
+    r.averages_lag_ns = 200_000_000;
+    let child_total = |r: &mut CgroupReader| {
+        let tree = r.read(CgroupWant::default(), None).unwrap();
+        tree.groups[1].psi_io.some.unwrap().total_us
+    };
+    assert_eq!(child_total(&mut r), 100);
+    set_psi(&child, 0.0, 150);
+    assert_eq!(child_total(&mut r), 150, "moved: read");
+    set_psi(&child, 0.0, 160);
+    assert_eq!(
+        child_total(&mut r),
+        160,
+        "within the lag of its last move: read"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    assert_eq!(child_total(&mut r), 160, "the lag after: read, unmoved");
+    set_psi(&child, 0.0, 170);
+    assert_eq!(child_total(&mut r), 160, "then kept");
+    // Every tenth reading reads every file.
+    let mut seen = Vec::new();
+    for _ in 0..LIMITS_EVERY {
+        seen.push(child_total(&mut r));
+    }
+    assert!(seen.contains(&170), "{seen:?}");
 }

@@ -5,7 +5,7 @@
 //! end-of-file for ever, burning a core, so the loop waits for input itself with poll(2)
 //! and leaves on a hang-up before asking crossterm for events.
 
-use std::io::{self, Stdout};
+use std::io;
 use std::os::fd::BorrowedFd;
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
@@ -70,8 +70,47 @@ pub fn wait_input(timeout: std::time::Duration, signals: BorrowedFd<'_>) -> io::
 /// the end of a draw. Straight to `Stdout` (a LineWriter of 1 KiB, locked at each of
 /// crossterm's small writes) a refresh of `top` was four write(2) calls and a lock per
 /// escape sequence (strace; `write_all` and crossterm's fmt adapter ~7 % of a `perf
-/// record` of top).
-pub type ScreenOut = io::BufWriter<Stdout>;
+/// record` of top). Not std's BufWriter: what a panic leaves in the buffer must be
+/// dropped, not written (the panic hook has restored the terminal by then).
+pub struct ScreenOut {
+    frame: Vec<u8>,
+}
+
+/// Set while unwinding from a panic: the frame being built is not written.
+static DROP_FRAME: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl ScreenOut {
+    fn new() -> Self {
+        ScreenOut {
+            frame: Vec::with_capacity(64 * 1024),
+        }
+    }
+}
+
+impl io::Write for ScreenOut {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.frame.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if DROP_FRAME.load(std::sync::atomic::Ordering::Relaxed) {
+            self.frame.clear();
+            return Ok(());
+        }
+        let mut out = io::stdout().lock();
+        let written = out.write_all(&self.frame);
+        self.frame.clear();
+        written?;
+        out.flush()
+    }
+}
+
+impl Drop for ScreenOut {
+    fn drop(&mut self) {
+        let _ = io::Write::flush(self);
+    }
+}
 
 /// A terminal in raw mode on the alternate screen, with the mouse reported.
 pub struct Screen {
@@ -119,7 +158,7 @@ impl Screen {
         let make = || -> io::Result<Terminal<CrosstermBackend<ScreenOut>>> {
             let (w, h) = crossterm::terminal::size()?;
             Terminal::with_options(
-                CrosstermBackend::new(io::BufWriter::with_capacity(64 * 1024, io::stdout())),
+                CrosstermBackend::new(ScreenOut::new()),
                 ratatui::TerminalOptions {
                     viewport: ratatui::Viewport::Fixed(ratatui::layout::Rect::new(0, 0, w, h)),
                 },
@@ -146,8 +185,14 @@ impl Screen {
 
 impl Drop for Screen {
     fn drop(&mut self) {
-        // Whatever a failed draw left in the buffer goes before the terminal is restored.
-        let _ = std::io::Write::flush(self.terminal.backend_mut());
+        if std::thread::panicking() {
+            // The panic hook restored the terminal already: a frame's bytes left in the
+            // buffer (cursor moves, colours) would land on the main screen.
+            DROP_FRAME.store(true, std::sync::atomic::Ordering::Relaxed);
+        } else {
+            // What a failed draw left in the buffer goes before the terminal is restored.
+            let _ = std::io::Write::flush(self.terminal.backend_mut());
+        }
         restore();
     }
 }

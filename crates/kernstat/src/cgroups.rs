@@ -112,10 +112,19 @@ struct JsonGroup<'a> {
 }
 
 /// `--bench N`: N readings of every group (what a refresh of `kernstat cgroups` or the
-/// daemon's sample does), CPU time and wall time of each, medians.
+/// daemon's sample does), CPU time and wall time of each, medians. First, readings for a
+/// little longer than the reader takes to keep a quiet group's pressure (its total
+/// unmoved for AVERAGES_LAG_NS), as a refresh after the first seconds does.
 fn bench(reader: &mut CgroupReader, n: u32, depth: Option<u32>) -> anyhow::Result<i32> {
     if n == 0 {
         crate::cli::usage!("--bench needs at least one reading");
+    }
+    let settle = std::time::Duration::from_nanos(kernstat_sources::cgroup::AVERAGES_LAG_NS)
+        + std::time::Duration::from_millis(500);
+    let warming = Instant::now();
+    while warming.elapsed() < settle {
+        reader.read(CgroupWant::default(), depth)?;
+        std::thread::sleep(std::time::Duration::from_millis(250));
     }
     let mut cpu = Vec::with_capacity(n as usize);
     let mut wall = Vec::with_capacity(n as usize);

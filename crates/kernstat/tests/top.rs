@@ -467,6 +467,7 @@ fn the_write_size_panel_counts_a_known_writer_and_detaches_when_off() {
     // or one re-added under load) rates it 0: at most one of four, left out.
     let mut zero = 0;
     let (mut shown_sum, mut proc_sum) = (0.0, 0.0);
+    let mut each = Vec::new();
     for (screen, proc_rate) in per_refresh(&pane, 4, || kernstat_testkit::proc_syscw(pid)) {
         let row = table(&screen)
             .into_iter()
@@ -480,6 +481,7 @@ fn the_write_size_panel_counts_a_known_writer_and_detaches_when_off() {
         }
         shown_sum += shown;
         proc_sum += proc_rate;
+        each.push((shown, proc_rate));
         assert_eq!(column(&screen, row, "SMALL%"), "100", "{screen}");
         assert!(
             screen.contains("buffer the writes"),
@@ -488,7 +490,8 @@ fn the_write_size_panel_counts_a_known_writer_and_detaches_when_off() {
     }
     assert!(
         (shown_sum - proc_sum).abs() <= proc_sum * 0.05 + 2.0,
-        "kernstat {shown_sum} calls/s summed over the refreshes vs /proc syscw {proc_sum:.1}/s"
+        "kernstat {shown_sum} calls/s summed over the refreshes vs /proc syscw {proc_sum:.1}/s \
+         (each refresh, kernstat and /proc: {each:?})"
     );
     pane.keys(&["w"]);
     pane.wait_for("the panel gone", &|s| {
