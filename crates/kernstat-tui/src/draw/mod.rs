@@ -12,11 +12,12 @@
 mod header;
 mod panels;
 mod table;
+mod text;
 
 use std::fmt::Write as _;
 
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::Line;
+use ratatui::text::{Line, Text};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
@@ -53,7 +54,7 @@ pub(crate) fn draw(f: &mut Frame, app: &mut App) {
         Constraint::Length(1),
     ])
     .areas(area);
-    f.render_widget(Paragraph::new(header), head);
+    text::put_lines(f.buffer_mut(), head, &header);
     if app.runq.is_some() {
         runq_panel(app, f, panel);
     }
@@ -118,7 +119,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
             s
         }
     };
-    f.render_widget(Paragraph::new(text), area);
+    text::put_lines(f.buffer_mut(), area, &Text::from(text).lines);
 }
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {

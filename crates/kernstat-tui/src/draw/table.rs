@@ -2,7 +2,6 @@
 
 use std::fmt::Write as _;
 
-use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::Frame;
@@ -11,6 +10,7 @@ use kernstat_render::table::write_cputime;
 use kernstat_top::view::{tree_prefix, SortKey};
 
 use super::header::human_bytes;
+use super::text::put;
 use crate::App;
 
 /// A table column: header, width, sort key, right-aligned.
@@ -148,50 +148,6 @@ fn shown_columns(width: u16, shown: impl Fn(SortKey) -> bool) -> Vec<&'static Co
         cols.retain(|c| c.key != drop);
     }
     cols
-}
-
-/// Writes `text` at (x, y), at most `width` cells of it, right-aligned in them when
-/// `right`; the cells keep the row's style.
-fn put(buffer: &mut Buffer, x: u16, y: u16, width: u16, text: &str, right: bool) {
-    // Printable ASCII, nearly every cell, a byte a cell: `set_stringn` segments every
-    // string into graphemes and looks up each one's width (`Graphemes::next`,
-    // `cell_width` and `set_symbol`: ~6 % of a refresh in `perf record` of top).
-    if text.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
-        let shown = text.len().min(width as usize) as u16;
-        let start = if right { x + (width - shown) } else { x };
-        for (i, b) in text.bytes().take(shown as usize).enumerate() {
-            if let Some(cell) = buffer.cell_mut((start + i as u16, y)) {
-                cell.set_char(b as char);
-            }
-        }
-        return;
-    }
-    put_graphemes(buffer, x, y, width, text, right);
-}
-
-/// `put` for any text: grapheme by grapheme, as wide as each is.
-fn put_graphemes(buffer: &mut Buffer, x: u16, y: u16, width: u16, text: &str, right: bool) {
-    if !right {
-        buffer.set_stringn(x, y, text, width as usize, Style::default());
-        return;
-    }
-    let shown = display_width(text).min(width as usize) as u16;
-    buffer.set_stringn(
-        x + (width - shown),
-        y,
-        text,
-        shown as usize,
-        Style::default(),
-    );
-}
-
-/// Terminal cells `text` takes (ASCII: its length, without a width lookup per char).
-fn display_width(text: &str) -> usize {
-    if text.is_ascii() {
-        text.len()
-    } else {
-        unicode_width::UnicodeWidthStr::width(text)
-    }
 }
 
 /// The table, written straight into the frame's buffer: a row is its style over the
@@ -340,37 +296,5 @@ fn measured(buf: &mut String, v: Option<f64>, write: impl FnOnce(&mut String, f6
     match v {
         Some(v) => write(buf, v),
         None => buf.push('-'),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ascii_cells_are_written_as_graphemes_would_be() {
-        let area = Rect::new(0, 0, 12, 1);
-        for text in [
-            "",
-            "7",
-            "12.5",
-            "a b",
-            "kworker/0:1-events",
-            "long name here",
-        ] {
-            for width in [0, 1, 4, 12] {
-                for right in [false, true] {
-                    let (mut fast, mut slow) = (Buffer::empty(area), Buffer::empty(area));
-                    put(&mut fast, 0, 0, width, text, right);
-                    put_graphemes(&mut slow, 0, 0, width, text, right);
-                    assert_eq!(fast, slow, "{text:?} in {width}, right {right}");
-                }
-            }
-        }
-        // Anything else goes the graphemes' way (a control byte is not written).
-        let mut b = Buffer::empty(area);
-        put(&mut b, 0, 0, 12, "a\x1b[2Jb", false);
-        assert_eq!(b[(0, 0)].symbol(), "a");
-        assert_eq!(b[(1, 0)].symbol(), "[");
     }
 }
