@@ -103,30 +103,23 @@ impl Biolat {
 
     /// Every device and operation seen, cumulative; `name` names a (major, minor).
     pub fn read(&self, name: &mut dyn FnMut(u32, u32) -> String) -> io::Result<Vec<DiskOp>> {
-        let iter = self
-            .skel
-            .maps
-            .hists
-            .lookup_batch(64, MapFlags::ANY, MapFlags::ANY)
-            .map_err(io::Error::other)?;
-        let mut out: Vec<DiskOp> = iter
-            .map(|(k, v)| {
-                let key: ks_bio_key = plain(&k);
-                let h: ks_bio_hist = plain(&v);
-                let (major, minor) = split_dev(key.dev);
-                DiskOp {
-                    disk: name(major, minor),
-                    major,
-                    minor,
-                    op: BioOp::from_raw(key.op),
-                    flags: key.flags,
-                    hist: Hist::from_slots(&h.slots),
-                    count: h.count,
-                    bytes: h.bytes,
-                    errors: h.errors,
-                }
-            })
-            .collect();
+        let mut out: Vec<DiskOp> = Vec::new();
+        crate::batch::each_entry(&self.skel.maps.hists, 64, |k, v| {
+            let key: ks_bio_key = plain(k);
+            let h: ks_bio_hist = plain(v);
+            let (major, minor) = split_dev(key.dev);
+            out.push(DiskOp {
+                disk: name(major, minor),
+                major,
+                minor,
+                op: BioOp::from_raw(key.op),
+                flags: key.flags,
+                hist: Hist::from_slots(&h.slots),
+                count: h.count,
+                bytes: h.bytes,
+                errors: h.errors,
+            });
+        })?;
         out.sort_by(|a, b| (&a.disk, a.op, a.flags).cmp(&(&b.disk, b.op, b.flags)));
         Ok(out)
     }
@@ -136,28 +129,22 @@ impl Biolat {
         &self,
         name: &mut dyn FnMut(u32, u32) -> String,
     ) -> io::Result<Vec<GroupIo>> {
-        let iter = self
-            .skel
-            .maps
-            .groups
-            .lookup_batch(256, MapFlags::ANY, MapFlags::ANY)
-            .map_err(io::Error::other)?;
-        Ok(iter
-            .map(|(k, v)| {
-                let key: ks_bio_cg_key = plain(&k);
-                let g: ks_bio_cg = plain(&v);
-                let (major, minor) = split_dev(key.dev);
-                GroupIo {
-                    cgroup: key.cgroup,
-                    path: String::new(),
-                    disk: name(major, minor),
-                    op: BioOp::from_raw(key.op),
-                    count: g.count,
-                    bytes: g.bytes,
-                    latency_ns: g.latency_ns,
-                }
-            })
-            .collect())
+        let mut out = Vec::new();
+        crate::batch::each_entry(&self.skel.maps.groups, 256, |k, v| {
+            let key: ks_bio_cg_key = plain(k);
+            let g: ks_bio_cg = plain(v);
+            let (major, minor) = split_dev(key.dev);
+            out.push(GroupIo {
+                cgroup: key.cgroup,
+                path: String::new(),
+                disk: name(major, minor),
+                op: BioOp::from_raw(key.op),
+                count: g.count,
+                bytes: g.bytes,
+                latency_ns: g.latency_ns,
+            });
+        })?;
+        Ok(out)
     }
 
     fn missed(&self, which: u32) -> u64 {

@@ -7,6 +7,7 @@
 //! procfs.
 #![deny(missing_docs)]
 
+mod batch;
 pub mod biolat;
 pub mod cgroups;
 pub mod doctor;

@@ -10,12 +10,12 @@
 //!
 //! The maps of processes that exited (and the per-user overflow) are read by
 //! [`Batch`], which calls `bpf_map_lookup_batch` itself (libbpf-rs refuses batched
-//! lookups of per-CPU maps): one system call per 1024 entries, where a lookup per key
+//! lookups of per-CPU maps, and stops early on others: crate::batch): one system call per 1024 entries, where a lookup per key
 //! would be two per entry.
 
 use std::io;
 use std::mem::size_of;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{BorrowedFd, RawFd};
 
 use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{MapCore, MapFlags};
@@ -25,10 +25,14 @@ use kernstat_model::net::{
 };
 use kernstat_model::raw::Comm;
 
+use crate::batch::Batch;
 use crate::kernel::Attach;
 use crate::loader::{load_skel, log_tail, LoadError};
 use crate::skel::net::types::{ks_net_key, ks_net_proc, ks_net_val};
 use crate::skel::net::{NetSkel, NetSkelBuilder};
+
+/// Entries of the exited processes' map read per system call.
+const BATCH: usize = 1024;
 
 // The model's four kinds are the generated type's (bpf/net.h), checked at build time.
 // SAFETY: ks_net_val is plain old data; all zeroes is a valid value.
@@ -498,97 +502,4 @@ fn sum_cpus(v: &[u8], ncpus: usize, stride: usize) -> (NetCounters, Comm, u32) {
         uid = uid.max(val.uid);
     }
     (c, comm, uid)
-}
-
-/// Batched reads of a hash map (`bpf_map_lookup_batch`), buffers kept between reads.
-/// A per-CPU map's value arrives as one slot per possible CPU, each slot rounded up to 8
-/// bytes (the kernel's layout for per-CPU values); a plain map's as one slot.
-struct Batch {
-    ncpus: usize,
-    stride: usize,
-    key_size: usize,
-    batch: usize,
-    keys: Vec<u8>,
-    values: Vec<u8>,
-}
-
-const BATCH: usize = 1024;
-
-impl Batch {
-    /// Buffers for `batch` entries at a time.
-    fn new(map: &libbpf_rs::Map<'_>, batch: usize, per_cpu: bool) -> Self {
-        let ncpus = if per_cpu {
-            libbpf_rs::num_possible_cpus().unwrap_or(1).max(1)
-        } else {
-            1
-        };
-        let stride = if per_cpu {
-            (map.value_size() as usize).div_ceil(8) * 8
-        } else {
-            map.value_size() as usize
-        };
-        let key_size = map.key_size() as usize;
-        Batch {
-            ncpus,
-            stride,
-            key_size,
-            batch,
-            keys: vec![0; batch * key_size],
-            values: vec![0; batch * stride * ncpus],
-        }
-    }
-
-    /// Calls `each(key, all CPUs' values)` for every entry.
-    fn read(
-        &mut self,
-        map: &libbpf_rs::Map<'_>,
-        mut each: impl FnMut(&[u8], &[u8]),
-    ) -> io::Result<()> {
-        let fd = map.as_fd().as_raw_fd();
-        let value_len = self.stride * self.ncpus;
-        let mut in_batch = [0u8; 8];
-        let mut out_batch = [0u8; 8];
-        let mut first = true;
-        let opts = libbpf_sys::bpf_map_batch_opts {
-            sz: size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
-            ..Default::default()
-        };
-        loop {
-            let mut count = self.batch as u32;
-            // SAFETY: keys and values hold `batch` entries of the map's key size and of
-            // value size times CPUs; the batch tokens are 8 bytes (a hash bucket index).
-            let rc = unsafe {
-                libbpf_sys::bpf_map_lookup_batch(
-                    fd,
-                    if first {
-                        std::ptr::null_mut()
-                    } else {
-                        in_batch.as_mut_ptr().cast()
-                    },
-                    out_batch.as_mut_ptr().cast(),
-                    self.keys.as_mut_ptr().cast(),
-                    self.values.as_mut_ptr().cast(),
-                    &mut count,
-                    &opts,
-                )
-            };
-            let err = (rc < 0).then_some(-rc);
-            match err {
-                Some(libc::EINTR) => continue,
-                Some(e) if e != libc::ENOENT => return Err(io::Error::from_raw_os_error(e)),
-                _ => {}
-            }
-            for i in 0..count as usize {
-                each(
-                    &self.keys[i * self.key_size..(i + 1) * self.key_size],
-                    &self.values[i * value_len..(i + 1) * value_len],
-                );
-            }
-            if err == Some(libc::ENOENT) {
-                return Ok(());
-            }
-            in_batch.copy_from_slice(&out_batch);
-            first = false;
-        }
-    }
 }

@@ -192,20 +192,13 @@ impl Runqlat {
         Ok(out)
     }
 
-    /// The cumulative keyed histograms, read in batches of 256.
+    /// The cumulative keyed histograms, read in batches of 256 (to the map's end).
     pub fn read_keyed(&self) -> io::Result<Vec<(u32, Hist)>> {
-        let iter = self
-            .skel
-            .maps
-            .keyed
-            .lookup_batch(256, MapFlags::ANY, MapFlags::ANY)
-            .map_err(io::Error::other)?;
-        let mut out: Vec<(u32, Hist)> = iter
-            .map(|(k, v)| {
-                let key = u32::from_ne_bytes(k[..4].try_into().expect("4-byte key"));
-                (key, to_hist(&v))
-            })
-            .collect();
+        let mut out: Vec<(u32, Hist)> = Vec::new();
+        crate::batch::each_entry(&self.skel.maps.keyed, 256, |k, v| {
+            let key = u32::from_ne_bytes(k[..4].try_into().expect("4-byte key"));
+            out.push((key, to_hist(v)));
+        })?;
         out.sort_unstable_by_key(|(k, _)| *k);
         Ok(out)
     }

@@ -132,31 +132,24 @@ impl Tcp {
 
     /// Connects per process since load.
     pub fn connects(&self) -> io::Result<Vec<ProcessTcp>> {
-        let iter = self
-            .skel
-            .maps
-            .conn_stats
-            .lookup_batch(256, MapFlags::ANY, MapFlags::ANY)
-            .map_err(io::Error::other)?;
-        let mut out: Vec<ProcessTcp> = iter
-            .map(|(k, v)| {
-                let pid = u32::from_ne_bytes(k[..4].try_into().expect("4-byte key"));
-                let s: ks_tcp_conn_stats = plain(&v);
-                ProcessTcp {
-                    pid,
-                    comm: text(&s.comm),
-                    retransmits: 0,
-                    connects: s.connects,
-                    failed: s.failed,
-                    connect_mean_ms: if s.connects > 0 {
-                        s.sum_ns as f64 / s.connects as f64 / 1e6
-                    } else {
-                        0.0
-                    },
-                    connect_max_ms: s.max_ns as f64 / 1e6,
-                }
-            })
-            .collect();
+        let mut out: Vec<ProcessTcp> = Vec::new();
+        crate::batch::each_entry(&self.skel.maps.conn_stats, 256, |k, v| {
+            let pid = u32::from_ne_bytes(k[..4].try_into().expect("4-byte key"));
+            let s: ks_tcp_conn_stats = plain(v);
+            out.push(ProcessTcp {
+                pid,
+                comm: text(&s.comm),
+                retransmits: 0,
+                connects: s.connects,
+                failed: s.failed,
+                connect_mean_ms: if s.connects > 0 {
+                    s.sum_ns as f64 / s.connects as f64 / 1e6
+                } else {
+                    0.0
+                },
+                connect_max_ms: s.max_ns as f64 / 1e6,
+            });
+        })?;
         out.sort_by_key(|p| p.pid);
         Ok(out)
     }

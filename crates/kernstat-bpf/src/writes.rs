@@ -12,7 +12,7 @@ use std::os::fd::RawFd;
 use std::path::Path;
 
 use libbpf_rs::skel::{OpenSkel, Skel};
-use libbpf_rs::{MapCore, MapFlags};
+use libbpf_rs::MapCore;
 
 use kernstat_model::writes::{FileKind, SizeStats, Syscall, SIZE_SLOTS};
 
@@ -196,24 +196,18 @@ impl Writes {
         self.family
     }
 
-    /// Every counter, cumulative since load (batches of 256).
+    /// Every counter, cumulative since load (batches of 256, to the map's end).
     pub fn read(&self) -> io::Result<Vec<SizeStats>> {
-        let iter = self
-            .skel
-            .maps
-            .stats
-            .lookup_batch(256, MapFlags::ANY, MapFlags::ANY)
-            .map_err(io::Error::other)?;
         let mut out = Vec::new();
-        for (k, v) in iter {
+        crate::batch::each_entry(&self.skel.maps.stats, 256, |k, v| {
             if k.len() < size_of::<ks_wr_key>() || v.len() < size_of::<ks_wr_val>() {
-                continue;
+                return;
             }
             // SAFETY: lengths checked; plain old data in the generated layouts.
             let key: ks_wr_key = unsafe { std::ptr::read_unaligned(k.as_ptr().cast()) };
             let val: ks_wr_val = unsafe { std::ptr::read_unaligned(v.as_ptr().cast()) };
             let Some(sys) = Syscall::from_index(key.sys) else {
-                continue;
+                return;
             };
             // SAFETY: [i8; 16] and [u8; 16] have the same layout.
             let comm: [u8; 16] = unsafe { std::mem::transmute(val.comm) };
@@ -234,7 +228,7 @@ impl Writes {
                 asked,
                 done,
             });
-        }
+        })?;
         out.sort_by_key(|s| (s.pid, s.sys, s.kind));
         Ok(out)
     }

@@ -283,9 +283,10 @@ pub struct Deltas {
 impl Deltas {
     /// The keys with calls since the previous reading, with their increases. A key
     /// missing from one reading keeps its previous one (only [`Deltas::retain`] forgets
-    /// it, when its kernel entry is deleted): a reading that came back short under load
-    /// must not make the next one count a key's whole history as one interval (seen in
-    /// CI: 1,175 write calls/s for a writer of 200).
+    /// it, when its kernel entry is deleted): a reading that came back short must not
+    /// make the next one count a key's whole history as one interval (seen in CI: 1,175
+    /// write calls/s for a writer of 200, when libbpf-rs's batched read still ended at
+    /// the first batch the kernel returned short: kernstat-bpf's `batch` module).
     pub fn next(&mut self, cur: Vec<SizeStats>) -> Vec<SizeStats> {
         let deltas = cur
             .iter()
@@ -401,7 +402,7 @@ mod tests {
         s
     }
 
-    /// A reading that came back without a key (short under load) does not make the
+    /// A reading that came back without a key (a short read) does not make the
     /// next count the key's whole history; a deleted entry (retain) counts from zero.
     #[test]
     fn a_key_missing_from_one_reading_keeps_its_baseline() {
