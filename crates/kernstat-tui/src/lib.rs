@@ -10,6 +10,7 @@
 //! runs the loop.
 #![deny(missing_docs)]
 
+mod diff;
 mod draw;
 mod keys;
 mod report;
@@ -261,7 +262,7 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
         refreshes += 1;
         app.refreshes = refreshes;
         let cpu_viewed = mark();
-        screen.terminal.draw(|f| draw::draw(f, &mut app))?;
+        screen.draw(|f| draw::draw(f, &mut app))?;
         let cpu_drawn = mark();
         if args.report {
             report.add(
@@ -299,7 +300,7 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
                 }
                 Pending::Resized => {
                     screen.resize()?;
-                    screen.terminal.draw(|f| draw::draw(f, &mut app))?;
+                    screen.draw(|f| draw::draw(f, &mut app))?;
                 }
                 Pending::Nothing => {}
             }
@@ -319,7 +320,7 @@ pub fn run(mut args: TopOptions) -> anyhow::Result<i32> {
                     while event::poll(Duration::ZERO)? {
                         handle(&mut app, &mut sampler, event::read()?);
                     }
-                    screen.terminal.draw(|f| draw::draw(f, &mut app))?;
+                    screen.draw(|f| draw::draw(f, &mut app))?;
                 }
             }
         }

@@ -13,8 +13,9 @@ use crossterm::execute;
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
-use ratatui::backend::CrosstermBackend;
-use ratatui::Terminal;
+use ratatui::backend::{Backend, CrosstermBackend};
+use ratatui::buffer::Buffer;
+use ratatui::{Frame, Terminal};
 
 /// What waiting on the terminal found.
 pub enum Input {
@@ -114,8 +115,14 @@ impl Drop for ScreenOut {
 
 /// A terminal in raw mode on the alternate screen, with the mouse reported.
 pub struct Screen {
-    /// The ratatui terminal.
-    pub terminal: Terminal<CrosstermBackend<ScreenOut>>,
+    /// The ratatui terminal: its frames and backend (the diff is `crate::diff`'s).
+    terminal: Terminal<CrosstermBackend<ScreenOut>>,
+    /// The frame on screen now, which the next one is compared with.
+    shown: Buffer,
+    /// The frame just drawn, taken out of the terminal to be compared.
+    drawn: Buffer,
+    /// Indices of the drawn frame's cells to write (kept between frames).
+    changed: Vec<usize>,
 }
 
 fn restore() {
@@ -164,21 +171,57 @@ impl Screen {
                 },
             )
         };
-        let terminal = match make() {
+        let mut terminal = match make() {
             Ok(t) => t,
             Err(e) => {
                 restore();
                 return Err(e.into());
             }
         };
-        Ok(Screen { terminal })
+        let area = terminal.get_frame().area();
+        Ok(Screen {
+            terminal,
+            shown: Buffer::empty(area),
+            drawn: Buffer::empty(area),
+            changed: Vec::new(),
+        })
+    }
+
+    /// Draws a frame with `render` and writes the cells that changed since the last one
+    /// (ratatui's `Terminal::draw`, with `crate::diff` finding the cells).
+    pub fn draw(&mut self, render: impl FnOnce(&mut Frame)) -> io::Result<()> {
+        render(&mut self.terminal.get_frame());
+        // The drawn frame out of the terminal, a blank one in for the next draw.
+        std::mem::swap(self.terminal.current_buffer_mut(), &mut self.drawn);
+        let area = self.drawn.area;
+        let blank = self.terminal.current_buffer_mut();
+        if blank.area != area {
+            blank.resize(area);
+        }
+        blank.reset();
+        if self.shown.area != area {
+            self.shown = Buffer::empty(area);
+        }
+        self.changed.clear();
+        crate::diff::changed_cells(&self.shown, &self.drawn, &mut self.changed);
+        let drawn = &self.drawn;
+        let backend = self.terminal.backend_mut();
+        backend.draw(self.changed.iter().map(|&i| {
+            let (x, y) = drawn.pos_of(i);
+            (x, y, &drawn.content[i])
+        }))?;
+        Backend::flush(backend)?;
+        std::mem::swap(&mut self.shown, &mut self.drawn);
+        Ok(())
     }
 
     /// Fits the viewport to the terminal's size now (after SIGWINCH).
     pub fn resize(&mut self) -> anyhow::Result<()> {
         let (w, h) = crossterm::terminal::size()?;
-        self.terminal
-            .resize(ratatui::layout::Rect::new(0, 0, w, h))?;
+        let area = ratatui::layout::Rect::new(0, 0, w, h);
+        // ratatui clears the screen here: every cell of the next frame is written.
+        self.terminal.resize(area)?;
+        self.shown = Buffer::empty(area);
         Ok(())
     }
 }
