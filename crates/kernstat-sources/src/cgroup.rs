@@ -633,22 +633,20 @@ impl CgroupReader {
                 // hybrid machine, whose v2 groups have no controller: most of the
                 // reading that reads every file, ~30 ms at 1,002 groups).
                 let (cpu, memory, pids) = (has(b"cpu"), has(b"memory"), has(b"pids"));
+                let cpu_max = cpu
+                    .then(|| dir.read(buf, c"cpu.max", retry).map(parse_cpu_max))
+                    .flatten();
+                let mut number = |controller: bool, file: &'static CStr| {
+                    controller
+                        .then(|| num(dir.read(buf, file, retry)))
+                        .flatten()
+                };
                 let l = Limits {
-                    cpu_max: cpu
-                        .then(|| dir.read(buf, c"cpu.max", retry).map(parse_cpu_max))
-                        .flatten(),
-                    weight: cpu
-                        .then(|| num(dir.read(buf, c"cpu.weight", retry)))
-                        .flatten(),
-                    mem_max: memory
-                        .then(|| num(dir.read(buf, c"memory.max", retry)))
-                        .flatten(),
-                    mem_high: memory
-                        .then(|| num(dir.read(buf, c"memory.high", retry)))
-                        .flatten(),
-                    pids_max: pids
-                        .then(|| num(dir.read(buf, c"pids.max", retry)))
-                        .flatten(),
+                    cpu_max,
+                    weight: number(cpu, c"cpu.weight"),
+                    mem_max: number(memory, c"memory.max"),
+                    mem_high: number(memory, c"memory.high"),
+                    pids_max: number(pids, c"pids.max"),
                     read_at: self.readings,
                 };
                 self.limits.insert(path.to_string(), l);

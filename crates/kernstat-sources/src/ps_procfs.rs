@@ -190,14 +190,11 @@ impl ProcfsPs {
             .as_ref()
             .and_then(|fd| read_kept(fd, &mut files.status))
         {
-            (row.uid, row.euid, row.gid) = parse_ids(status);
+            set_ids(&mut row, status);
         }
         if !row.kthread {
             match kept.io.as_ref().map(|fd| read_kept(fd, &mut files.io)) {
-                Some(Some(io)) => {
-                    row.read_bytes = keyed_value(io, b"read_bytes").unwrap_or(0);
-                    row.write_bytes = keyed_value(io, b"write_bytes").unwrap_or(0);
-                }
+                Some(Some(io)) => set_io(&mut row, io),
                 Some(None) => kept.io = None,
                 None => {}
             }
@@ -343,16 +340,12 @@ impl PidFiles {
         row.pid = pid;
         path.truncate(base);
         if let Some(status) = read_at(dir, path.push(b"/status").cstr(), &mut self.status) {
-            let (uid, euid, gid) = parse_ids(status);
-            row.uid = uid;
-            row.euid = euid;
-            row.gid = gid;
+            set_ids(&mut row, status);
         }
         if !row.kthread {
             path.truncate(base);
             if let Some(io) = read_at(dir, path.push(b"/io").cstr(), &mut self.io) {
-                row.read_bytes = keyed_value(io, b"read_bytes").unwrap_or(0);
-                row.write_bytes = keyed_value(io, b"write_bytes").unwrap_or(0);
+                set_io(&mut row, io);
             }
         }
         Some(row)
@@ -370,6 +363,17 @@ pub fn cgroup_v2_path(buf: &[u8]) -> &[u8] {
     lines(buf)
         .find_map(|l| l.strip_prefix(b"0::"))
         .unwrap_or(&[])
+}
+
+/// A row's ids from its /proc/PID/status.
+fn set_ids(row: &mut TaskRow, status: &[u8]) {
+    (row.uid, row.euid, row.gid) = parse_ids(status);
+}
+
+/// A row's storage bytes from its /proc/PID/io.
+fn set_io(row: &mut TaskRow, io: &[u8]) {
+    row.read_bytes = keyed_value(io, b"read_bytes").unwrap_or(0);
+    row.write_bytes = keyed_value(io, b"write_bytes").unwrap_or(0);
 }
 
 /// (uid, euid, gid) from /proc/PID/status.
