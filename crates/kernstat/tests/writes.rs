@@ -1,7 +1,8 @@
 //! `kernstat writes` on workloads whose answers are known exactly (ks-workload writes):
 //! 5,000 unbuffered 25-byte writes, the same through a BufWriter flushed per record, the
-//! same through an 8 KiB BufWriter, writev of three buffers, and one call of each kind
-//! to a file, a pipe and a socket. Needs root (CI=true: must run).
+//! same through an 8 KiB BufWriter, writev of three buffers, one call of each kind to a
+//! file, a pipe and a socket, and 600 processes writing once each. Needs root (CI=true:
+//! must run).
 
 mod common;
 
@@ -14,6 +15,12 @@ use serde_json::Value;
 /// Traces `workload` (started gated) with `kernstat writes EXTRA... --json`, lets it run,
 /// stops kernstat with SIGINT and returns its one report.
 fn trace(workload: &[&str], extra: &[&str], by_pid: bool) -> (u32, Value) {
+    let (pid, report, _) = trace_family(workload, extra, by_pid);
+    (pid, report)
+}
+
+/// `trace`, and the workload's child processes as they were when kernstat stopped.
+fn trace_family(workload: &[&str], extra: &[&str], by_pid: bool) -> (u32, Value, Vec<u32>) {
     let mut w = Gated::start(workload);
     let pid = w.pid().to_string();
     let mut args = vec!["writes", "--json"];
@@ -32,6 +39,7 @@ fn trace(workload: &[&str], extra: &[&str], by_pid: bool) -> (u32, Value) {
     err.read_line(&mut line).unwrap();
     assert!(line.starts_with("Tracing"), "kernstat writes: {line}");
     w.go();
+    let children = kernstat_testkit::children_of(w.pid());
     // SAFETY: signalling our own child.
     unsafe { libc::kill(k.id() as i32, libc::SIGINT) };
     let mut out = String::new();
@@ -41,6 +49,7 @@ fn trace(workload: &[&str], extra: &[&str], by_pid: bool) -> (u32, Value) {
     (
         w.pid(),
         serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}")),
+        children,
     )
 }
 
@@ -204,6 +213,50 @@ fn a_comm_filter_and_no_filter_find_the_writer() {
         false,
     );
     assert_eq!(by(process(&r, pid), "write", "file")["calls"], 300);
+}
+
+/// 600 processes that write once each: more entries than one batched read of the
+/// kernel's map takes (256), so the read must go on past a batch the kernel returns short
+/// (a hash bucket that did not fit): libbpf-rs's batched read stopped there, and a
+/// reading lost every process after it (kernstat-bpf's batch module).
+#[test]
+fn six_hundred_writers_are_six_hundred_rows() {
+    if !bpf_gate() {
+        return;
+    }
+    let (_d, path) = tmpfile("forked");
+    let (_, r, children) = trace_family(
+        &["writes", "forked", "600", "25", &path],
+        &["--top", "100000"],
+        false,
+    );
+    assert_eq!(children.len(), 600, "the workload's writers");
+    let mut missing = Vec::new();
+    for pid in &children {
+        let Some(p) = r["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == *pid)
+        else {
+            missing.push(*pid);
+            continue;
+        };
+        let w = by(p, "write", "file");
+        assert_eq!(
+            (w["calls"].as_u64(), w["asked_bytes"].as_u64()),
+            (Some(1), Some(25)),
+            "{p}"
+        );
+    }
+    assert!(
+        missing.is_empty(),
+        "{} of 600 writers missing from the report ({} rows)",
+        missing.len(),
+        r["processes"].as_array().unwrap().len()
+    );
+    // The file holds the 600 records the rows count.
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 600 * 25);
 }
 
 #[test]

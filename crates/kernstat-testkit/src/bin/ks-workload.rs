@@ -30,7 +30,9 @@
 //!                                    buffered (an 8 KiB stdio-style buffer, flushed at the end),
 //!                                    writev (one writev(2) of three buffers, N times),
 //!                                    kinds (one write each to a file, a pipe and a UDP
-//!                                    socket, and one sendto and one sendmsg)
+//!                                    socket, and one sendto and one sendmsg), forked (N
+//!                                    child processes write one record each, then stay
+//!                                    until this process ends)
 //!   ks-workload syscall-cost N       time N 1-byte writes to /dev/null and N getppid
 //!                                    calls; print "write NS getppid NS" (per call) and exit
 //!   ks-workload pingpong N [SPREAD_US]
@@ -512,6 +514,42 @@ fn pingpong(n: u64, spread_us: u64) -> ! {
     wait_after("done")
 }
 
+/// `n` child processes that write `record` once each to `fd` and then wait to be killed
+/// (they die with this process): as many writers, each its own process, as asked. Returns
+/// once every child has written.
+fn forked_writers(n: usize, record: &[u8], fd: std::os::fd::RawFd) {
+    let (mut written_r, written_w) = std::io::pipe().expect("pipe");
+    let written_w = std::os::fd::OwnedFd::from(written_w);
+    for _ in 0..n {
+        // SAFETY: this process has one thread; the child calls only prctl, write, pause
+        // and _exit.
+        match unsafe { libc::fork() } {
+            0 => unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() == 1 {
+                    libc::_exit(0);
+                }
+                let ok =
+                    libc::write(fd, record.as_ptr().cast(), record.len()) as usize == record.len();
+                libc::write(
+                    std::os::fd::AsRawFd::as_raw_fd(&written_w),
+                    [u8::from(ok)].as_ptr().cast(),
+                    1,
+                );
+                loop {
+                    libc::pause();
+                }
+            },
+            p if p > 0 => {}
+            _ => panic!("fork: {}", std::io::Error::last_os_error()),
+        }
+    }
+    drop(written_w);
+    let mut oks = vec![0u8; n];
+    std::io::Read::read_exact(&mut written_r, &mut oks).expect("every child wrote");
+    assert!(oks.iter().all(|&b| b == 1), "a child's write failed");
+}
+
 fn gated_writes(args: &[String]) -> ! {
     use std::os::fd::AsRawFd;
     let mode = args
@@ -597,6 +635,7 @@ fn gated_writes(args: &[String]) -> ! {
                 libc::sendmsg(tx.as_raw_fd(), &msg, 0);
             }
         }
+        "forked" => forked_writers(n, &record, file.as_raw_fd()),
         other => panic!("ks-workload writes: unknown mode {other}"),
     }
     drop(file);
