@@ -9,9 +9,8 @@
 //! counters are cumulative; callers take intervals by difference.
 //!
 //! The maps of processes that exited (and the per-user overflow) are read by
-//! [`Batch`], which calls `bpf_map_lookup_batch` itself (libbpf-rs refuses batched
-//! lookups of per-CPU maps, and stops early on others: crate::batch): one system call per 1024 entries, where a lookup per key
-//! would be two per entry.
+//! [`Batch`] (`crate::batch`: libbpf-rs refuses batched lookups of per-CPU maps), one
+//! system call per 1024 entries, where a lookup per key would be two per entry.
 
 use std::io;
 use std::mem::size_of;

@@ -6,8 +6,11 @@
 //! of the whole refresh, `Cell::eq` 6.9 %, `cell_width` 2.5 %). Here a row whose cells
 //! are all one byte in both frames (nearly every row of `top`) is compared byte and
 //! style only; any other row takes ratatui's rules cell by cell (wide characters,
-//! emoji with VS16, a wide character's styled trailing cells, skipped cells), and a test
-//! checks both give what `Buffer::diff` gives.
+//! emoji with VS16, a wide character's styled trailing cells, forced widths, skipped
+//! cells), and a test checks both give what `Buffer::diff` gives. Rows are compared one
+//! at a time: where ratatui walks one flat index, a cell covering cells past its row's
+//! end would carry over into the next row. No text does (`set_stringn` stops at the
+//! edge); only a `ForcedWidth` set by hand in the last columns could, and top sets none.
 
 use ratatui::buffer::{Buffer, Cell, CellDiffOption, CellWidth};
 use ratatui::style::{Color, Modifier};
@@ -190,8 +193,28 @@ mod tests {
             let text = texts[rng.below(if plain_only { 4 } else { texts.len() as u64 }) as usize];
             let style = styles[rng.below(styles.len() as u64) as usize];
             b.set_stringn(x, y, text, (area.width - x) as usize, style);
-            if !plain_only && rng.below(30) == 0 {
-                b[(x, y)].set_diff_option(CellDiffOption::Skip);
+            if plain_only || rng.below(8) != 0 {
+                continue;
+            }
+            let cell = &mut b[(x, y)];
+            match rng.below(4) {
+                0 => {
+                    cell.set_diff_option(CellDiffOption::Skip);
+                }
+                1 => {
+                    cell.set_diff_option(CellDiffOption::AlwaysUpdate);
+                }
+                // Covering cells of its row only (see the module's header).
+                2 if x + 2 <= area.width => {
+                    let w = 1 + rng.below(2) as u16;
+                    cell.set_diff_option(CellDiffOption::ForcedWidth(
+                        std::num::NonZeroU16::new(w).unwrap(),
+                    ));
+                }
+                _ => {
+                    #[allow(deprecated)]
+                    cell.set_skip(true);
+                }
             }
         }
         b

@@ -3,7 +3,8 @@
 //! and polled by the loop, so they end it like `q`) — and a terminal that went away (a
 //! closed ssh connection or tmux pane): crossterm's reader retries a read that returns
 //! end-of-file for ever, burning a core, so the loop waits for input itself with poll(2)
-//! and leaves on a hang-up before asking crossterm for events.
+//! and leaves on a hang-up before asking crossterm for events. Frames are drawn by
+//! ratatui and written as `crate::diff` finds them changed (`Screen::draw`).
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -188,7 +189,9 @@ impl Screen {
     }
 
     /// Draws a frame with `render` and writes the cells that changed since the last one
-    /// (ratatui's `Terminal::draw`, with `crate::diff` finding the cells).
+    /// (ratatui's `Terminal::draw`, with `crate::diff` finding the cells). Unlike it, the
+    /// cursor stays as `enter` left it, hidden (a frame's `set_cursor_position` is not
+    /// applied: top sets none), and frames are not counted (`Frame::count` is 0).
     pub fn draw(&mut self, render: impl FnOnce(&mut Frame)) -> io::Result<()> {
         render(&mut self.terminal.get_frame());
         // The drawn frame out of the terminal, a blank one in for the next draw.
