@@ -38,7 +38,13 @@ impl PaneExt for Pane {
         let t = Instant::now();
         loop {
             let s = self.screen();
-            if want(&s) {
+            // Settled: the same 30 ms later. A capture can land while tmux is still
+            // applying a frame (beside `stress-ng`, a replay's first frame showed its
+            // header and four rows of the table: 1 run of 24 failed on that).
+            if want(&s) && {
+                std::thread::sleep(Duration::from_millis(30));
+                self.screen() == s
+            } {
                 return s;
             }
             // A guard against a hang, not a timing: generous for a loaded machine.
@@ -58,7 +64,7 @@ impl PaneExt for Pane {
 }
 
 trait PaneExt {
-    /// Until `want(screen)`; returns that screen.
+    /// Until `want(screen)` on a screen that has settled; returns that screen.
     fn wait_for(&self, what: &str, want: &dyn Fn(&str) -> bool) -> String;
     fn keys(&self, keys: &[&str]);
 }
