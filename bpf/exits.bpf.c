@@ -5,14 +5,13 @@
  * hook sees it once, when its last thread exits (signal->live has dropped to zero), and
  * puts one record in a ring buffer that the recorder drains at each sample.
  *
- * At sched_process_exit the last thread still runs: its own runtime and I/O are on the
- * task; the other threads' are folded into signal_struct once each is released
- * (__exit_signal), and until then they are on signal->thread_head, where they are added
- * (as the sampler's walk does). pthread_join returns before its thread is released (the
- * tid is cleared in exit_mm), so a process can end while a thread that burned all its
- * CPU is in neither place that the old rule looked at: in the 6.1 guest one was
- * recorded with 34 ms of its 342. A leader that exits before its threads stays on the
- * list too. The peak RSS is in
+ * At sched_process_exit the last thread still runs. The counters are the signal's
+ * totals of released threads plus every thread still on signal->thread_head, this one
+ * included (threads.bpf.h, the sampler's rule). Not this thread plus the signal's
+ * totals alone: pthread_join returns before the joined thread is released (its tid is
+ * cleared in exit_mm, __exit_signal comes later), so a process could end with a thread
+ * that burned all its CPU in neither (in the 6.1 guest, 34 ms recorded of 342), and a
+ * leader that exited before its threads was missed too. The peak RSS is in
  * signal->maxrss (do_exit updates it from the mm before the tracepoint). Only processes
  * with a pid in the reader's namespace are recorded (pidns.bpf.h).
  */
@@ -23,6 +22,7 @@
 #include <bpf/bpf_core_read.h>
 #include "exits.h"
 #include "pidns.bpf.h"
+#include "threads.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -37,38 +37,6 @@ const volatile __u32 reader_pidns_inum = 0;
 
 __u64 lost = 0;
 
-/* A process with more threads than this has the rest left out (never, in practice: all
- * its other threads have exited when the last one does). */
-#define KS_MAX_THREADS (1 << 16)
-
-/* The threads still on signal->thread_head other than the exiting one: exited, not yet
- * released, so their counters are not in signal_struct yet. */
-struct unreleased {
-	struct list_head *head;
-	struct list_head *pos;
-	struct task_struct *exiting;
-	__u64 cpu_ns;
-	__u64 read_bytes;
-	__u64 write_bytes;
-};
-
-static long add_unreleased(__u64 index, struct unreleased *u)
-{
-	struct list_head *pos = u->pos;
-	struct task_struct *t;
-
-	if (!pos || pos == u->head)
-		return 1;
-	t = (void *)pos - bpf_core_field_offset(struct task_struct, thread_node);
-	if (t != u->exiting) {
-		u->cpu_ns += BPF_CORE_READ(t, se.sum_exec_runtime);
-		u->read_bytes += BPF_CORE_READ(t, ioac.read_bytes);
-		u->write_bytes += BPF_CORE_READ(t, ioac.write_bytes);
-	}
-	u->pos = BPF_CORE_READ(pos, next);
-	return 0;
-}
-
 /* Never written: it puts struct ks_exit in the skeleton's types for userspace. */
 struct ks_exit layout = {};
 
@@ -77,7 +45,7 @@ int BPF_PROG(record_exit, struct task_struct *task)
 {
 	struct signal_struct *sig = task->signal;
 	struct task_struct *leader = task->group_leader;
-	struct unreleased u = {};
+	struct group_sum g = {};
 	struct ks_exit *e;
 	__u32 tgid;
 
@@ -100,15 +68,11 @@ int BPF_PROG(record_exit, struct task_struct *task)
 	e->nr_threads_max = BPF_CORE_READ(sig, nr_threads);
 	e->start_ns = BPF_CORE_READ(leader, start_boottime);
 	e->exit_ns = bpf_ktime_get_boot_ns();
-	u.head = &sig->thread_head;
-	u.pos = BPF_CORE_READ(sig, thread_head.next);
-	u.exiting = task;
-	bpf_loop(KS_MAX_THREADS, add_unreleased, &u, 0);
-	e->cpu_ns = BPF_CORE_READ(sig, sum_sched_runtime) + task->se.sum_exec_runtime + u.cpu_ns;
-	e->read_bytes = BPF_CORE_READ(sig, ioac.read_bytes) + task->ioac.read_bytes +
-			u.read_bytes;
-	e->write_bytes = BPF_CORE_READ(sig, ioac.write_bytes) + task->ioac.write_bytes +
-			 u.write_bytes;
+	/* The exiting thread is on the list too: it is released after this tracepoint. */
+	ks_sum_threads(sig, &g);
+	e->cpu_ns = BPF_CORE_READ(sig, sum_sched_runtime) + g.cpu_ns;
+	e->read_bytes = BPF_CORE_READ(sig, ioac.read_bytes) + g.read_bytes;
+	e->write_bytes = BPF_CORE_READ(sig, ioac.write_bytes) + g.write_bytes;
 	e->maxrss_pages = BPF_CORE_READ(sig, maxrss);
 	e->exit_code = BPF_CORE_READ(sig, group_exit_code);
 	if (!e->exit_code)

@@ -45,11 +45,10 @@
 #include "net_live.bpf.h"
 #include "pidns.bpf.h"
 #include "walk.bpf.h"
+#include "threads.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* A process with more threads than this is reported with KS_PROC_PARTIAL. */
-#define KS_MAX_THREADS (1 << 16)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -95,37 +94,6 @@ static __always_inline void credit(struct task_struct *task, bool create)
 		__sync_fetch_and_add(&busy_total_ns, now - __sync_lock_test_and_set(seen, now));
 }
 
-struct group_sum {
-	struct list_head *head;
-	struct list_head *pos;
-	__u64 cpu_ns;
-	__u64 read_bytes;
-	__u64 write_bytes;
-	__u64 run_delay;
-	__u32 d_threads;
-	__u32 complete;
-};
-
-/* One step along signal->thread_head: add one thread. */
-static long add_thread(__u64 index, struct group_sum *g)
-{
-	struct list_head *pos = g->pos;
-	struct task_struct *t;
-
-	if (pos == g->head || !pos) {
-		g->complete = 1;
-		return 1;
-	}
-	t = (void *)pos - bpf_core_field_offset(struct task_struct, thread_node);
-	g->cpu_ns += BPF_CORE_READ(t, se.sum_exec_runtime);
-	g->read_bytes += BPF_CORE_READ(t, ioac.read_bytes);
-	g->write_bytes += BPF_CORE_READ(t, ioac.write_bytes);
-	g->run_delay += BPF_CORE_READ(t, sched_info.run_delay);
-	if (ks_state_char(ks_task_state_probe(t), BPF_CORE_READ(t, exit_state)) == 'D')
-		g->d_threads++;
-	g->pos = BPF_CORE_READ(pos, next);
-	return 0;
-}
 
 static __always_inline void finish_walk(void)
 {
@@ -184,9 +152,7 @@ static __always_inline bool emit_task(struct seq_file *seq, struct task_struct *
 		g.d_threads = state == 'D';
 		g.complete = 1;
 	} else {
-		g.head = &sig->thread_head;
-		g.pos = BPF_CORE_READ(sig, thread_head.next);
-		bpf_loop(KS_MAX_THREADS, add_thread, &g, 0);
+		ks_sum_threads(sig, &g);
 	}
 	if (!g.complete)
 		rec.flags |= KS_PROC_PARTIAL;
